@@ -1,0 +1,16 @@
+// Bindings of the pair stages (broad phase, pair narrow phase): 8 storage buffers.
+
+@group(0) @binding(0) var<uniform> params: StepParams;
+@group(0) @binding(1) var<uniform> work_layout: WorkLayout;
+@group(0) @binding(2) var<storage, read> bodies: array<Body>;
+@group(0) @binding(3) var<storage, read> props: array<BodyProps>;
+@group(0) @binding(4) var<storage, read> shapes: array<Shape>;
+@group(0) @binding(5) var<storage, read> geometry: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> topology: array<u32>;
+@group(0) @binding(7) var<storage, read_write> work: array<u32>;
+@group(0) @binding(8) var<storage, read_write> candidates: array<Manifold>;
+@group(0) @binding(9) var<storage, read_write> counters: array<atomic<u32>>;
+
+fn is_dynamic(body: u32) -> bool {
+    return props[body].kind == KIND_DYNAMIC;
+}

@@ -1,0 +1,283 @@
+// Structs and math shared by every stage (bindings are per family, in bind_*.wgsl). Each struct mirrors the Rust struct of the
+// same name with a `Gpu` prefix in src/layout.rs (checked field by field against naga's layout
+// in tests/shader_layout.rs). Constants (WORKGROUP_SIZE, KIND_*, ...) are injected by the host
+// in a generated header, so each is written once, in Rust.
+
+struct StepParams {
+    gravity: vec3<f32>,
+    dt: f32,
+    h: f32,
+    inv_h: f32,
+    substeps: u32,
+    iterations: u32,
+    relax_iterations: u32,
+    body_count: u32,
+    plane_count: u32,
+    slot_count: u32,
+    static_bias_rate: f32,
+    static_mass_scale: f32,
+    static_impulse_scale: f32,
+    linear_slop: f32,
+    max_push_velocity: f32,
+    restitution_threshold: f32,
+    speculative_distance: f32,
+    warm_start_scale: f32,
+    max_rotation: f32,
+    contact_bias_rate: f32,
+    contact_mass_scale: f32,
+    contact_impulse_scale: f32,
+    max_colors: u32,
+    coloring_rounds: u32,
+    body_contacts: u32,
+}
+
+struct Body {
+    position: vec3<f32>,
+    inv_mass: f32,
+    orientation: vec4<f32>,
+    linear_velocity: vec3<f32>,
+    _pad0: f32,
+    angular_velocity: vec3<f32>,
+    _pad1: f32,
+}
+
+struct BodyProps {
+    inv_inertia: vec3<f32>,
+    shape: u32,
+    slot_offset: u32,
+    kind: u32,
+    _pad0: u32,
+    _pad1: u32,
+    friction: f32,
+    restitution: f32,
+    linear_damping: f32,
+    angular_damping: f32,
+}
+
+struct Shape {
+    first_point: u32,
+    point_count: u32,
+    face_count: u32,
+    first_topology: u32,
+    first_edge: u32,
+    edge_count: u32,
+    radius: f32,
+    kind: u32,
+}
+
+struct SolverBody {
+    inv_inertia_world: mat3x3<f32>,
+    delta_position: vec3<f32>,
+    start_kinetic_energy: f32,
+    delta_rotation: vec4<f32>,
+}
+
+struct Plane {
+    normal: vec3<f32>,
+    offset: f32,
+    friction: f32,
+    restitution: f32,
+    _pad0: f32,
+    _pad1: f32,
+}
+
+struct StaticContact {
+    anchor: vec3<f32>,
+    base_separation: f32,
+    normal_mass: f32,
+    tangent_mass: f32,
+    restitution_impulse: f32,
+    _pad1: f32,
+    normal_impulse: f32,
+    tangent_impulse_1: f32,
+    tangent_impulse_2: f32,
+    max_normal_impulse: f32,
+    approach_velocity: f32,
+    friction: f32,
+    restitution: f32,
+    in_contact: u32,
+}
+
+struct Pair {
+    a: u32,
+    b: u32,
+}
+
+struct ManifoldPoint {
+    core_a: vec3<f32>,
+    base_separation: f32,
+    core_b: vec3<f32>,
+    normal_impulse: f32,
+    tangent_impulse_1: f32,
+    tangent_impulse_2: f32,
+    max_normal_impulse: f32,
+    approach_velocity: f32,
+    restitution_impulse: f32,
+    key: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+struct Manifold {
+    body_a: u32,
+    body_b: u32,
+    count: u32,
+    color: u32,
+    normal: vec3<f32>,
+    friction: f32,
+    restitution: f32,
+    radius_a: f32,
+    radius_b: f32,
+    absorbed: f32,
+    points: array<ManifoldPoint, 4>,
+}
+
+struct WorkLayout {
+    body_count: u32,
+    pair_capacity: u32,
+    manifold_capacity: u32,
+    buckets: u32,
+    histogram_groups: u32,
+    aabbs: u32,
+    pair_counts: u32,
+    pairs: u32,
+    flags: u32,
+    colors: u32,
+    before: u32,
+    adjacency_counts: u32,
+    adjacency: u32,
+    masks: u32,
+    split: u32,
+    histogram: u32,
+    colored: u32,
+    bucket_offsets: u32,
+    args: u32,
+    scan_sums: u32,
+    total: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+struct Stats {
+    kinetic_energy: f32,
+    max_penetration: f32,
+    contacts: u32,
+    dynamic_bodies: u32,
+}
+
+
+// The global index of a thread in a 1D or 2D grid of workgroups (2D when a dispatch needs more
+// than the 65,535 workgroups allowed along one dimension).
+fn thread_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32, size: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * size + local;
+}
+
+// Products and sums spelled out in the order of the Rust twin (glam's `Vec3::dot` and
+// `Mat3 * Vec3`): the builtins `dot`, `cross`, `length` and `mat3x3 * vec3` are free to fuse or reorder
+// (lavapipe's matrix product and GL's dot do), and one rounding difference is enough for the
+// CPU and GPU paths to part.
+fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(a.y * b.z - b.y * a.z, a.z * b.x - b.z * a.x, a.x * b.y - b.x * a.y);
+}
+
+fn length3(a: vec3<f32>) -> f32 {
+    return sqrt(dot3(a, a));
+}
+
+fn mat3_mul(m: mat3x3<f32>, v: vec3<f32>) -> vec3<f32> {
+    return m[0] * v.x + m[1] * v.y + m[2] * v.z;
+}
+
+// Quaternions are vec4 (x, y, z, w). The formulas match src/math.rs operation for operation.
+fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
+    let t = 2.0 * cross3(q.xyz, v);
+    return v + q.w * t + cross3(q.xyz, t);
+}
+
+fn rotate_inv(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
+    return rotate(vec4<f32>(-q.xyz, q.w), v);
+}
+
+fn quat_mul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(
+        a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+        a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+        a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
+        a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+    );
+}
+
+fn quat_normalize(q: vec4<f32>) -> vec4<f32> {
+    return q * (1.0 / sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w));
+}
+
+// Exponential map: the rotation by the rotation vector theta, without sin or cos (see quat_exp
+// in src/math.rs): Taylor series up to the half-angle EXP_MAP_MAX_HALF_ANGLE, halving and
+// squaring beyond.
+fn quat_exp(theta: vec3<f32>) -> vec4<f32> {
+    var half_angle = 0.5 * length3(theta);
+    var halvings = 0u;
+    while half_angle > EXP_MAP_MAX_HALF_ANGLE && halvings < 64u {
+        half_angle *= 0.5;
+        halvings += 1u;
+    }
+    let x2 = half_angle * half_angle;
+    let sinc = 1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362880.0))));
+    let cosine = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24.0 + x2 * (-1.0 / 720.0 + x2 * (1.0 / 40320.0))));
+    var divisor = 1.0;
+    for (var k = 0u; k < halvings; k++) {
+        divisor *= 2.0;
+    }
+    let scale = sinc * 0.5 / divisor;
+    var q = vec4<f32>(theta * scale, cosine);
+    for (var k = 0u; k < halvings; k++) {
+        let w = q.w * q.w - dot3(q.xyz, q.xyz);
+        q = vec4<f32>(2.0 * q.w * q.xyz, w);
+    }
+    return q;
+}
+
+struct Basis {
+    t1: vec3<f32>,
+    t2: vec3<f32>,
+}
+
+// Duff et al. 2017: a right-handed orthonormal basis (t1, t2, n).
+fn tangent_basis(n: vec3<f32>) -> Basis {
+    let sign = select(-1.0, 1.0, n.z >= 0.0);
+    let a = -1.0 / (sign + n.z);
+    let b = n.x * n.y * a;
+    return Basis(vec3<f32>(1.0 + sign * n.x * n.x * a, sign * b, -sign * n.x), vec3<f32>(b, sign + n.y * n.y * a, -n.y));
+}
+
+// R diag(d) R^T for the rotation q.
+fn world_inverse_inertia(q: vec4<f32>, d: vec3<f32>) -> mat3x3<f32> {
+    let c0 = rotate(q, vec3<f32>(1.0, 0.0, 0.0));
+    let c1 = rotate(q, vec3<f32>(0.0, 1.0, 0.0));
+    let c2 = rotate(q, vec3<f32>(0.0, 0.0, 1.0));
+    return mat3x3<f32>(
+        c0 * (d.x * c0.x) + c1 * (d.y * c1.x) + c2 * (d.z * c2.x),
+        c0 * (d.x * c0.y) + c1 * (d.y * c1.y) + c2 * (d.z * c2.y),
+        c0 * (d.x * c0.z) + c1 * (d.y * c1.z) + c2 * (d.z * c2.z),
+    );
+}
+
+fn mat3_inverse(m: mat3x3<f32>) -> mat3x3<f32> {
+    let r0 = cross3(m[1], m[2]);
+    let r1 = cross3(m[2], m[0]);
+    let r2 = cross3(m[0], m[1]);
+    let inv_det = 1.0 / dot3(m[0], r0);
+    return transpose(mat3x3<f32>(r0 * inv_det, r1 * inv_det, r2 * inv_det));
+}
+
+// Kinetic energy 1/2 m v^2 + 1/2 w_b . I w_b with w_b in the principal frame of orientation q.
+fn kinetic_energy(inv_mass: f32, inv_inertia: vec3<f32>, q: vec4<f32>, v: vec3<f32>, w: vec3<f32>) -> f32 {
+    let wb = rotate_inv(q, w);
+    return 0.5 * dot3(v, v) / inv_mass + 0.5 * dot3(wb, wb / inv_inertia);
+}
+

@@ -1,0 +1,320 @@
+// Manifold stages on the GPU: compaction with warm starting (twin of the end of `collide_pairs`),
+// the body -> manifolds adjacency and the coloring rounds (twin of `color_graph` in
+// src/coloring.rs), bucketing by color and the Jacobi mass split (twin of `bucket_by_color`).
+
+fn manifold_count() -> u32 {
+    return work[1];
+}
+
+// Last step's manifold of pair (a, b), by binary search (manifolds are in pair order), or -1.
+fn find_previous(a: u32, b: u32) -> i32 {
+    var lo = 0u;
+    var hi = work[4];
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        let m = previous[mid];
+        if m.body_a < a || (m.body_a == a && m.body_b < b) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo < work[4] && previous[lo].body_a == a && previous[lo].body_b == b {
+        return i32(lo);
+    }
+    return -1;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    let cap = work_layout.pair_capacity;
+    if p == 0u {
+        let total = work[work_layout.flags + cap];
+        work[1] = min(total, work_layout.manifold_capacity);
+        work[3] = total;
+    }
+    if p >= cap {
+        return;
+    }
+    let o = work[work_layout.flags + p];
+    if work[work_layout.flags + p + 1u] == o || o >= work_layout.manifold_capacity {
+        return;
+    }
+    var m = candidates[p];
+    let old = find_previous(m.body_a, m.body_b);
+    if old >= 0 {
+        let prev = previous[u32(old)];
+        m.color = prev.color;
+        for (var k = 0u; k < m.count; k++) {
+            for (var j = 0u; j < prev.count; j++) {
+                if prev.points[j].key == m.points[k].key {
+                    m.points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
+                    m.points[k].tangent_impulse_1 = params.warm_start_scale * prev.points[j].tangent_impulse_1;
+                    m.points[k].tangent_impulse_2 = params.warm_start_scale * prev.points[j].tangent_impulse_2;
+                    break;
+                }
+            }
+        }
+    }
+    if m.color >= params.max_colors || params.coloring_rounds == 0u {
+        m.color = NO_COLOR;
+    }
+    manifolds[o] = m;
+    work[work_layout.colors + o] = m.color;
+    work[work_layout.before + o] = m.color;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn adjacency_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let m = manifolds[i];
+    if is_dynamic(m.body_a) {
+        atomicAdd(&counters[m.body_a], 1u);
+    }
+    if is_dynamic(m.body_b) {
+        atomicAdd(&counters[m.body_b], 1u);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn adjacency_offsets(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i == 0u {
+        // This step's manifolds are next step's previous ones.
+        work[4] = work[1];
+    }
+    if i >= params.body_count {
+        return;
+    }
+    work[work_layout.adjacency_counts + i] = atomicLoad(&counters[i]);
+    atomicStore(&counters[i], 0u);
+}
+
+fn adjacency_start(body: u32) -> u32 {
+    return work[work_layout.adjacency_counts + body];
+}
+
+fn adjacency_end(body: u32) -> u32 {
+    return work[work_layout.adjacency_counts + body + 1u];
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn adjacency_fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let m = manifolds[i];
+    let n = params.body_count;
+    if is_dynamic(m.body_a) {
+        let slot = atomicAdd(&counters[n + m.body_a], 1u);
+        work[work_layout.adjacency + adjacency_start(m.body_a) + slot] = i;
+    }
+    if is_dynamic(m.body_b) {
+        let slot = atomicAdd(&counters[n + m.body_b], 1u);
+        work[work_layout.adjacency + adjacency_start(m.body_b) + slot] = i;
+    }
+}
+
+// The atomic fill leaves each body's list in any order: sort it (lists are short).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn adjacency_sort(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if body >= params.body_count {
+        return;
+    }
+    atomicStore(&counters[params.body_count + body], 0u);
+    let start = work_layout.adjacency + adjacency_start(body);
+    let end = work_layout.adjacency + adjacency_end(body);
+    for (var i = start + 1u; i < end; i++) {
+        let v = work[i];
+        var j = i;
+        while j > start && work[j - 1u] > v {
+            work[j] = work[j - 1u];
+            j -= 1u;
+        }
+        work[j] = v;
+    }
+}
+
+// A manifold loses its color when a lower-indexed manifold on one of its dynamic bodies had the
+// same color in the snapshot `before`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let c = work[work_layout.before + i];
+    if c == NO_COLOR {
+        return;
+    }
+    let m = manifolds[i];
+    for (var side = 0u; side < 2u; side++) {
+        let body = select(m.body_a, m.body_b, side == 1u);
+        if !is_dynamic(body) {
+            continue;
+        }
+        for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
+            let j = work[work_layout.adjacency + k];
+            if j >= i {
+                break;
+            }
+            if work[work_layout.before + j] == c {
+                work[work_layout.colors + i] = NO_COLOR;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_masks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if body >= params.body_count {
+        return;
+    }
+    var mask = 0u;
+    for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
+        let c = work[work_layout.colors + work[work_layout.adjacency + k]];
+        if c != NO_COLOR {
+            mask |= 1u << c;
+        }
+    }
+    work[work_layout.masks + body] = mask;
+}
+
+// One of the lowest COLOR_SPREAD set bits of `free`, by a hash of the manifold and the round
+// (twin of `pick` in src/coloring.rs).
+fn pick(free: u32, constraint: u32, round: u32) -> u32 {
+    let hash = (constraint ^ (round * 0x9e3779b9u)) * 0x85ebca6bu;
+    let skip = (hash >> 16u) % min(COLOR_SPREAD, countOneBits(free));
+    var bits = free;
+    for (var k = 0u; k < skip; k++) {
+        bits &= bits - 1u;
+    }
+    return countTrailingZeros(bits);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    var c = work[work_layout.colors + i];
+    if c == NO_COLOR {
+        let m = manifolds[i];
+        var used = 0u;
+        if is_dynamic(m.body_a) {
+            used |= work[work_layout.masks + m.body_a];
+        }
+        if is_dynamic(m.body_b) {
+            used |= work[work_layout.masks + m.body_b];
+        }
+        var palette = 0xffffffffu;
+        if params.max_colors < 32u {
+            palette = (1u << params.max_colors) - 1u;
+        }
+        let free = ~used & palette;
+        if free != 0u {
+            c = pick(free, i, round_index.value);
+        }
+    }
+    work[work_layout.colors + i] = c;
+    work[work_layout.before + i] = c;
+}
+
+var<workgroup> bucket_counts: array<atomic<u32>, MAX_COLORS + 1u>;
+var<workgroup> lane_bucket: array<u32, STATS_WORKGROUP_SIZE>;
+
+fn bucket_of(i: u32) -> u32 {
+    let c = work[work_layout.colors + i];
+    return select(c, params.max_colors, c == NO_COLOR);
+}
+
+@compute @workgroup_size(STATS_WORKGROUP_SIZE)
+fn bucket_histogram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let group = wid.y * nwg.x + wid.x;
+    let i = group * STATS_WORKGROUP_SIZE + lid;
+    if lid < work_layout.buckets {
+        atomicStore(&bucket_counts[lid], 0u);
+    }
+    workgroupBarrier();
+    if i < manifold_count() {
+        atomicAdd(&bucket_counts[bucket_of(i)], 1u);
+    }
+    workgroupBarrier();
+    if lid < work_layout.buckets && group < work_layout.histogram_groups {
+        work[work_layout.histogram + lid * work_layout.histogram_groups + group] = atomicLoad(&bucket_counts[lid]);
+    }
+}
+
+// After the scan of the histogram: each manifold's place is its bucket's offset for its group
+// plus the number of lower lanes of its group in the same bucket (a stable counting sort).
+@compute @workgroup_size(STATS_WORKGROUP_SIZE)
+fn bucket_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let group = wid.y * nwg.x + wid.x;
+    let i = group * STATS_WORKGROUP_SIZE + lid;
+    let valid = i < manifold_count();
+    var bucket = NO_COLOR;
+    if valid {
+        bucket = bucket_of(i);
+    }
+    lane_bucket[lid] = bucket;
+    workgroupBarrier();
+    if !valid {
+        return;
+    }
+    var rank = 0u;
+    for (var k = 0u; k < lid; k++) {
+        if lane_bucket[k] == bucket {
+            rank += 1u;
+        }
+    }
+    let at = work[work_layout.histogram + bucket * work_layout.histogram_groups + group] + rank;
+    work[work_layout.colored + at] = i;
+    // The final color, kept with the manifold: next step's seed.
+    manifolds[i].color = work[work_layout.colors + i];
+}
+
+@compute @workgroup_size(64)
+fn bucket_args(@builtin(local_invocation_index) lid: u32) {
+    let buckets = work_layout.buckets;
+    let total = work[work_layout.histogram + buckets * work_layout.histogram_groups];
+    if lid == 0u {
+        work[work_layout.bucket_offsets + buckets] = total;
+    }
+    if lid >= buckets {
+        return;
+    }
+    let start = work[work_layout.histogram + lid * work_layout.histogram_groups];
+    var end = total;
+    if lid + 1u < buckets {
+        end = work[work_layout.histogram + (lid + 1u) * work_layout.histogram_groups];
+    }
+    work[work_layout.bucket_offsets + lid] = start;
+    let groups = (end - start + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+    args[work_layout.args + 3u * lid] = groups;
+    args[work_layout.args + 3u * lid + 1u] = 1u;
+    args[work_layout.args + 3u * lid + 2u] = 1u;
+}
+
+// Per dynamic body: how many overflow manifolds touch it (the Jacobi mass split).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if body >= params.body_count {
+        return;
+    }
+    var count = 0u;
+    for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
+        if work[work_layout.colors + work[work_layout.adjacency + k]] == NO_COLOR {
+            count += 1u;
+        }
+    }
+    work[work_layout.split + body] = count;
+}

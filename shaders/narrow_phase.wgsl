@@ -1,0 +1,87 @@
+// Stage `narrow_phase`: every core point of a dynamic body against every static plane (seed 000),
+// speculative within `speculative_distance + max(0, -v_n) dt`; warm starting by slot. Twin of
+// `narrow_phase` in src/cpu/stages.rs.
+
+// The larger eigenvalue of the symmetric 2x2 matrix [[a, b], [b, c]].
+fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {
+    let half_diff = 0.5 * (a - c);
+    return 0.5 * (a + c) + sqrt(half_diff * half_diff + b * b);
+}
+
+fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
+    if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 {
+        return -sqrt(vn * vn - 2.0 * gravity_n * separation);
+    }
+    return vn;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= params.body_count || props[i].kind == KIND_STATIC {
+        return;
+    }
+    let pr = props[i];
+    let sh = shapes[pr.shape];
+    let b = bodies[i];
+    let inv_inertia = world_inverse_inertia(b.orientation, pr.inv_inertia);
+    let dynamic = pr.kind == KIND_DYNAMIC;
+    var start_energy = 0.0;
+    if dynamic {
+        start_energy = kinetic_energy(b.inv_mass, pr.inv_inertia, b.orientation, b.linear_velocity, b.angular_velocity);
+    }
+    solver_bodies[i] = SolverBody(inv_inertia, vec3<f32>(0.0), start_energy, vec4<f32>(0.0, 0.0, 0.0, 1.0));
+    if !dynamic {
+        return;
+    }
+    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
+        let plane = planes[plane_index];
+        let n = plane.normal;
+        let basis = tangent_basis(n);
+        let friction = sqrt(pr.friction * plane.friction);
+        let restitution = max(pr.restitution, plane.restitution);
+        for (var k = 0u; k < sh.point_count; k++) {
+            let slot = slot_index(pr, sh, plane_index, k);
+            let old = contacts[slot];
+            let core = rotate(b.orientation, geometry[sh.first_point + k].xyz);
+            let r = core - n * sh.radius;
+            let separation = dot3(n, b.position + r) - plane.offset;
+            let vn = dot3(n, b.linear_velocity + cross3(b.angular_velocity, r));
+            let margin = params.speculative_distance + max(-vn, 0.0) * params.dt;
+            if separation >= margin {
+                // Most slots stay empty step after step: write only when one empties.
+                if old.in_contact != 0u {
+                    contacts[slot] = StaticContact();
+                }
+                continue;
+            }
+            var warm = 0.0;
+            if old.in_contact == 1u {
+                warm = params.warm_start_scale;
+            }
+            let rn = cross3(r, n);
+            let k_normal = b.inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
+            let rt1 = cross3(r, basis.t1);
+            let rt2 = cross3(r, basis.t2);
+            let k11 = b.inv_mass + dot3(rt1, mat3_mul(inv_inertia, rt1));
+            let k12 = dot3(rt1, mat3_mul(inv_inertia, rt2));
+            let k22 = b.inv_mass + dot3(rt2, mat3_mul(inv_inertia, rt2));
+            contacts[slot] = StaticContact(
+                r,
+                separation - dot3(n, core),
+                1.0 / k_normal,
+                1.0 / largest_eigenvalue(k11, k12, k22),
+                0.0,
+                0.0,
+                warm * old.normal_impulse,
+                warm * old.tangent_impulse_1,
+                warm * old.tangent_impulse_2,
+                0.0,
+                approach_velocity(vn, separation, dot3(n, params.gravity)),
+                friction,
+                restitution,
+                1u,
+            );
+        }
+    }
+}

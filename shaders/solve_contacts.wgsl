@@ -1,0 +1,460 @@
+// Manifold passes on the GPU, one dispatch per color (a color's manifolds share no dynamic body)
+// and the overflow by mass-splitting Jacobi: twins of `solve_manifolds`, `manifold_pass`,
+// `coarse_correction`, `restitution`, `apply_at` and `jacobi` in src/cpu/contacts.rs.
+
+const PASS_WARM_START: u32 = 0u;
+const PASS_SOLVE: u32 = 1u;
+const PASS_RELAX: u32 = 2u;
+const PASS_RESTITUTION: u32 = 3u;
+
+struct Motion {
+    v: vec3<f32>,
+    w: vec3<f32>,
+    inv_mass: f32,
+    inv_inertia: mat3x3<f32>,
+}
+
+// A body's motion with the inverse inertia of its current orientation; `split` scales its
+// inverse mass and inertia (the Jacobi sub-body).
+fn motion_of(i: u32, split: f32) -> Motion {
+    let b = bodies[i];
+    if !is_dynamic(i) {
+        return Motion(b.linear_velocity, b.angular_velocity, 0.0, mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)));
+    }
+    let inv = world_inverse_inertia(b.orientation, props[i].inv_inertia);
+    return Motion(b.linear_velocity, b.angular_velocity, b.inv_mass * split, inv * split);
+}
+
+fn apply(m: ptr<function, Motion>, r: vec3<f32>, impulse: vec3<f32>) {
+    (*m).v += (*m).inv_mass * impulse;
+    (*m).w += mat3_mul((*m).inv_inertia, cross3(r, impulse));
+}
+
+fn velocity_at(m: Motion, r: vec3<f32>) -> vec3<f32> {
+    return m.v + cross3(m.w, r);
+}
+
+// Applies `impulse` to B at a contact (its opposite to A); returns its work on the pair.
+fn apply_at(ma: ptr<function, Motion>, mb: ptr<function, Motion>, g: Geometry, impulse: vec3<f32>) -> f32 {
+    let before = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
+    apply(ma, g.ra, -impulse);
+    apply(mb, g.rb, impulse);
+    let after = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
+    return dot3(impulse, before + after) * 0.5;
+}
+
+fn rotational(m: Motion, r: vec3<f32>, d: vec3<f32>, e: vec3<f32>) -> f32 {
+    return dot3(cross3(r, d), mat3_mul(m.inv_inertia, cross3(r, e)));
+}
+
+struct Soft {
+    bias_rate: f32,
+    mass_scale: f32,
+    impulse_scale: f32,
+}
+
+fn softness(ma: Motion, mb: Motion) -> Soft {
+    if ma.inv_mass == 0.0 || mb.inv_mass == 0.0 {
+        return Soft(params.static_bias_rate, params.static_mass_scale, params.static_impulse_scale);
+    }
+    return Soft(params.contact_bias_rate, params.contact_mass_scale, params.contact_impulse_scale);
+}
+
+fn contact_bias(soft: Soft, s: f32, use_bias: bool) -> Soft {
+    if s > 0.0 {
+        return Soft(s * params.inv_h, 1.0, 0.0);
+    }
+    if use_bias {
+        return Soft(max(soft.bias_rate * min(s + params.linear_slop, 0.0), -params.max_push_velocity), soft.mass_scale, soft.impulse_scale);
+    }
+    return Soft(0.0, 1.0, 0.0);
+}
+
+struct Geometry {
+    ra: vec3<f32>,
+    rb: vec3<f32>,
+    separation: f32,
+}
+
+// Levers to the midpoint of the two surface points; separation from the cores' motion.
+fn geometry_of(m: Manifold, c: ManifoldPoint) -> Geometry {
+    let n = m.normal;
+    let sa = solver_bodies[m.body_a];
+    let sb = solver_bodies[m.body_b];
+    let ca = rotate(sa.delta_rotation, c.core_a);
+    let cb = rotate(sb.delta_rotation, c.core_b);
+    let surface_a = ca + n * m.radius_a;
+    let surface_b = cb - n * m.radius_b;
+    let half_gap = 0.5 * ((bodies[m.body_b].position + surface_b) - (bodies[m.body_a].position + surface_a));
+    return Geometry(surface_a + half_gap, surface_b - half_gap, c.base_separation + dot3(n, (sb.delta_position + cb) - (sa.delta_position + ca)));
+}
+
+fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {
+    let half_diff = 0.5 * (a - c);
+    return 0.5 * (a + c) + sqrt(half_diff * half_diff + b * b);
+}
+
+// Twin of `friction_update`: exact Newton step when it sticks, projected gradient when it slides.
+fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k11: f32, k12: f32, k22: f32, max_friction: f32) -> vec2<f32> {
+    let det = k11 * k22 - k12 * k12;
+    let n1 = j1 - (k22 * vt1 - k12 * vt2) / det;
+    let n2 = j2 - (k11 * vt2 - k12 * vt1) / det;
+    if n1 * n1 + n2 * n2 <= max_friction * max_friction {
+        return vec2<f32>(n1, n2);
+    }
+    let step = 1.0 / largest_eigenvalue(k11, k12, k22);
+    var g1 = j1 - step * vt1;
+    var g2 = j2 - step * vt2;
+    let len_sq = g1 * g1 + g2 * g2;
+    if len_sq > max_friction * max_friction {
+        let scale = max_friction / sqrt(len_sq);
+        g1 *= scale;
+        g2 *= scale;
+    }
+    return vec2<f32>(g1, g2);
+}
+
+// Centroid step of the coarse correction: (impulse per point, smallest impulse).
+fn coarse_step(m: Manifold, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, loaded_only: bool) -> vec2<f32> {
+    let n = m.normal;
+    var count = 0.0;
+    var ra = vec3<f32>(0.0);
+    var rb = vec3<f32>(0.0);
+    var s_sum = 0.0;
+    var j_sum = 0.0;
+    var j_min = 3.4028235e38;
+    for (var k = 0u; k < m.count; k++) {
+        let c = m.points[k];
+        if loaded_only && c.normal_impulse <= 0.0 {
+            continue;
+        }
+        let g = geometry_of(m, c);
+        count += 1.0;
+        ra += g.ra;
+        rb += g.rb;
+        s_sum += g.separation;
+        j_sum += c.normal_impulse;
+        j_min = min(j_min, c.normal_impulse);
+    }
+    if count < 2.0 {
+        return vec2<f32>(0.0, 0.0);
+    }
+    ra = ra / count;
+    rb = rb / count;
+    let b = contact_bias(soft, s_sum / count, use_bias);
+    let k = ma.inv_mass + mb.inv_mass + rotational(ma, ra, n, n) + rotational(mb, rb, n, n);
+    let vn = dot3(n, velocity_at(mb, rb) - velocity_at(ma, ra));
+    return vec2<f32>((-b.mass_scale / k * (vn + b.bias_rate) - b.impulse_scale * j_sum) / count, j_min);
+}
+
+fn coarse_correction(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, soft: Soft, use_bias: bool) {
+    let n = (*m).normal;
+    var share = coarse_step(*m, *ma, *mb, soft, use_bias, false).x;
+    if share < 0.0 {
+        let pull = coarse_step(*m, *ma, *mb, soft, use_bias, true);
+        share = clamp(pull.x, -pull.y, 0.0);
+    }
+    if share == 0.0 {
+        return;
+    }
+    for (var k = 0u; k < (*m).count; k++) {
+        if share < 0.0 && (*m).points[k].normal_impulse <= 0.0 {
+            continue;
+        }
+        let g = geometry_of(*m, (*m).points[k]);
+        (*m).points[k].normal_impulse += share;
+        (*m).points[k].max_normal_impulse = max((*m).points[k].max_normal_impulse, share);
+        (*m).absorbed -= apply_at(ma, mb, g, share * n);
+    }
+}
+
+fn bounces(m: Manifold) -> bool {
+    if m.restitution <= 0.0 {
+        return false;
+    }
+    for (var k = 0u; k < m.count; k++) {
+        if m.points[k].approach_velocity <= -params.restitution_threshold {
+            return true;
+        }
+    }
+    return false;
+}
+
+fn kinetic_of(i: u32, v: vec3<f32>, w: vec3<f32>) -> f32 {
+    if !is_dynamic(i) {
+        return 0.0;
+    }
+    let b = bodies[i];
+    return kinetic_energy(b.inv_mass, props[i].inv_inertia, b.orientation, v, w);
+}
+
+fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>) {
+    if !bounces(*m) {
+        return;
+    }
+    let n = (*m).normal;
+    let a0 = *ma;
+    let b0 = *mb;
+    var acted = false;
+    for (var k = 0u; k < (*m).count; k++) {
+        let c = (*m).points[k];
+        if c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
+            continue;
+        }
+        let g = geometry_of(*m, c);
+        let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+        let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
+        let impulse = -(vn + (*m).restitution * c.approach_velocity) / k_n;
+        let new_impulse = max(c.normal_impulse + impulse, 0.0);
+        let applied = new_impulse - c.normal_impulse;
+        (*m).points[k].normal_impulse = new_impulse;
+        (*m).points[k].max_normal_impulse = max(c.max_normal_impulse, applied);
+        (*m).points[k].restitution_impulse = applied;
+        acted = true;
+        apply(ma, g.ra, -applied * n);
+        apply(mb, g.rb, applied * n);
+    }
+    if !acted {
+        return;
+    }
+    let ia = (*m).body_a;
+    let ib = (*m).body_b;
+    let solved = kinetic_of(ia, a0.v, a0.w) + kinetic_of(ib, b0.v, b0.w);
+    let budget = (*m).restitution * (*m).restitution * max((*m).absorbed, 0.0);
+    let full = kinetic_of(ia, (*ma).v, (*ma).w) + kinetic_of(ib, (*mb).v, (*mb).w);
+    if full - solved <= budget {
+        return;
+    }
+    let half = kinetic_of(ia, (a0.v + (*ma).v) * 0.5, (a0.w + (*ma).w) * 0.5) + kinetic_of(ib, (b0.v + (*mb).v) * 0.5, (b0.w + (*mb).w) * 0.5);
+    let qa = 2.0 * (full - solved) - 4.0 * (half - solved);
+    let qb = (full - solved) - qa;
+    var alpha = 1.0;
+    if qa > 1e-12 {
+        alpha = clamp((-qb + sqrt(max(qb * qb + 4.0 * qa * budget, 0.0))) / (2.0 * qa), 0.0, 1.0);
+    } else if qb > 0.0 {
+        alpha = clamp(budget / qb, 0.0, 1.0);
+    }
+    (*ma).v = a0.v + alpha * ((*ma).v - a0.v);
+    (*ma).w = a0.w + alpha * ((*ma).w - a0.w);
+    (*mb).v = b0.v + alpha * ((*mb).v - b0.v);
+    (*mb).w = b0.w + alpha * ((*mb).w - b0.w);
+    for (var k = 0u; k < (*m).count; k++) {
+        (*m).points[k].normal_impulse -= (1.0 - alpha) * (*m).points[k].restitution_impulse;
+    }
+}
+
+fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, which: u32) {
+    let n = (*m).normal;
+    let basis = tangent_basis(n);
+    let t1 = basis.t1;
+    let t2 = basis.t2;
+    if which == PASS_WARM_START {
+        for (var k = 0u; k < (*m).count; k++) {
+            let c = (*m).points[k];
+            let g = geometry_of(*m, c);
+            let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
+            (*m).absorbed -= apply_at(ma, mb, g, impulse);
+        }
+        return;
+    }
+    if which == PASS_RESTITUTION {
+        restitution_pass(m, ma, mb);
+        return;
+    }
+    let use_bias = which == PASS_SOLVE;
+    let soft = softness(*ma, *mb);
+    coarse_correction(m, ma, mb, soft, use_bias);
+    for (var k = 0u; k < (*m).count; k++) {
+        let g = geometry_of(*m, (*m).points[k]);
+        let b = contact_bias(soft, g.separation, use_bias);
+        let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+        let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
+        let c = (*m).points[k];
+        let impulse = -b.mass_scale / k_n * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
+        let new_impulse = max(c.normal_impulse + impulse, 0.0);
+        let applied = new_impulse - c.normal_impulse;
+        (*m).points[k].normal_impulse = new_impulse;
+        (*m).points[k].max_normal_impulse = max(c.max_normal_impulse, applied);
+        (*m).absorbed -= apply_at(ma, mb, g, applied * n);
+    }
+    for (var k = 0u; k < (*m).count; k++) {
+        let g = geometry_of(*m, (*m).points[k]);
+        let inv_mass = (*ma).inv_mass + (*mb).inv_mass;
+        let k11 = dot3(t1, t1) * inv_mass + rotational(*ma, g.ra, t1, t1) + rotational(*mb, g.rb, t1, t1);
+        let k12 = dot3(t1, t2) * inv_mass + rotational(*ma, g.ra, t1, t2) + rotational(*mb, g.rb, t1, t2);
+        let k22 = dot3(t2, t2) * inv_mass + rotational(*ma, g.ra, t2, t2) + rotational(*mb, g.rb, t2, t2);
+        let dv = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
+        let c = (*m).points[k];
+        let j = friction_update(c.tangent_impulse_1, c.tangent_impulse_2, dot3(t1, dv), dot3(t2, dv), k11, k12, k22, (*m).friction * c.normal_impulse);
+        let impulse = (j.x - c.tangent_impulse_1) * t1 + (j.y - c.tangent_impulse_2) * t2;
+        (*m).points[k].tangent_impulse_1 = j.x;
+        (*m).points[k].tangent_impulse_2 = j.y;
+        (*m).absorbed -= apply_at(ma, mb, g, impulse);
+    }
+}
+
+fn store(i: u32, m: Motion) {
+    if is_dynamic(i) {
+        bodies[i].linear_velocity = m.v;
+        bodies[i].angular_velocity = m.w;
+    }
+}
+
+// The manifold that thread `k` of a bucket dispatch handles, or NO_COLOR past the bucket's end.
+fn bucket_manifold(k: u32) -> u32 {
+    let bucket = bucket_index.value;
+    let start = work[work_layout.bucket_offsets + bucket];
+    let end = work[work_layout.bucket_offsets + bucket + 1u];
+    if start + k >= end {
+        return NO_COLOR;
+    }
+    return work[work_layout.colored + start + k];
+}
+
+fn color_pass(k: u32, which: u32) {
+    let i = bucket_manifold(k);
+    if i == NO_COLOR {
+        return;
+    }
+    var m = manifolds[i];
+    var ma = motion_of(m.body_a, 1.0);
+    var mb = motion_of(m.body_b, 1.0);
+    manifold_pass(&m, &ma, &mb, which);
+    manifolds[i] = m;
+    store(m.body_a, ma);
+    store(m.body_b, mb);
+}
+
+fn jacobi_pass(k: u32, which: u32) {
+    let i = bucket_manifold(k);
+    if i == NO_COLOR {
+        return;
+    }
+    var m = manifolds[i];
+    let split_a = f32(max(work[work_layout.split + m.body_a], 1u));
+    let split_b = f32(max(work[work_layout.split + m.body_b], 1u));
+    let a0 = motion_of(m.body_a, split_a);
+    let b0 = motion_of(m.body_b, split_b);
+    var ma = a0;
+    var mb = b0;
+    manifold_pass(&m, &ma, &mb, which);
+    manifolds[i] = m;
+    deltas[4u * i] = vec4<f32>(ma.v - a0.v, 0.0);
+    deltas[4u * i + 1u] = vec4<f32>(ma.w - a0.w, 0.0);
+    deltas[4u * i + 2u] = vec4<f32>(mb.v - b0.v, 0.0);
+    deltas[4u * i + 3u] = vec4<f32>(mb.w - b0.w, 0.0);
+}
+
+fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn warm_start_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    color_pass(thread_of(wid, nwg, lid), PASS_WARM_START);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn solve_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    color_pass(thread_of(wid, nwg, lid), PASS_SOLVE);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn relax_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    color_pass(thread_of(wid, nwg, lid), PASS_RELAX);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn restitution_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    color_pass(thread_of(wid, nwg, lid), PASS_RESTITUTION);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_warm_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    jacobi_pass(thread_of(wid, nwg, lid), PASS_WARM_START);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    jacobi_pass(thread_of(wid, nwg, lid), PASS_SOLVE);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_relax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    jacobi_pass(thread_of(wid, nwg, lid), PASS_RELAX);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    jacobi_pass(thread_of(wid, nwg, lid), PASS_RESTITUTION);
+}
+
+fn adjacency_start(body: u32) -> u32 {
+    return work[work_layout.adjacency_counts + body];
+}
+
+fn adjacency_end(body: u32) -> u32 {
+    return work[work_layout.adjacency_counts + body + 1u];
+}
+
+// Each dynamic body averages its Jacobi sub-bodies: a gather over its manifolds.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn jacobi_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_of(wid, nwg, lid);
+    if body >= params.body_count || !is_dynamic(body) {
+        return;
+    }
+    let split = work[work_layout.split + body];
+    if split == 0u {
+        return;
+    }
+    var dv = vec3<f32>(0.0);
+    var dw = vec3<f32>(0.0);
+    for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
+        let i = work[work_layout.adjacency + k];
+        if work[work_layout.colors + i] != NO_COLOR {
+            continue;
+        }
+        if manifolds[i].body_a == body {
+            dv += deltas[4u * i].xyz;
+            dw += deltas[4u * i + 1u].xyz;
+        } else {
+            dv += deltas[4u * i + 2u].xyz;
+            dw += deltas[4u * i + 3u].xyz;
+        }
+    }
+    let n = f32(split);
+    bodies[body].linear_velocity += dv / n;
+    bodies[body].angular_velocity += dw / n;
+}
+
+var<workgroup> shared_manifold_stats: array<Stats, STATS_WORKGROUP_SIZE>;
+
+// Contacts and deepest penetration of the manifolds, one partial per workgroup, stored after the
+// bodies' partials.
+@compute @workgroup_size(STATS_WORKGROUP_SIZE)
+fn manifold_stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let group = wid.y * nwg.x + wid.x;
+    let i = group * STATS_WORKGROUP_SIZE + lid;
+    var out = Stats(0.0, 0.0, 0u, 0u);
+    if i < work[1] {
+        let m = manifolds[i];
+        out.contacts = m.count;
+        for (var k = 0u; k < m.count; k++) {
+            out.max_penetration = max(out.max_penetration, -geometry_of(m, m.points[k]).separation);
+        }
+    }
+    shared_manifold_stats[lid] = out;
+    for (var stride = STATS_WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
+        workgroupBarrier();
+        if lid < stride {
+            let a = shared_manifold_stats[lid];
+            let b = shared_manifold_stats[lid + stride];
+            shared_manifold_stats[lid] = Stats(0.0, max(a.max_penetration, b.max_penetration), a.contacts + b.contacts, 0u);
+        }
+    }
+    workgroupBarrier();
+    if lid == 0u {
+        stats[(params.body_count + STATS_WORKGROUP_SIZE - 1u) / STATS_WORKGROUP_SIZE + group] = shared_manifold_stats[0];
+    }
+}

@@ -1,0 +1,257 @@
+//! Rigid bodies: descriptors, handles, materials and the state read back from a solver.
+
+use glam::{Quat, Vec3};
+
+use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
+use crate::shape::Shape;
+
+/// How a body takes part in the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BodyKind {
+    /// Moved by gravity and contacts.
+    #[default]
+    Dynamic,
+    /// Never moves; infinite mass.
+    Static,
+    /// Moved by the user at its own velocity; infinite mass to everything it touches.
+    Kinematic,
+}
+
+/// Surface properties of a body or a static plane.
+///
+/// Two materials in contact combine by [`Material::combine`]: friction is the geometric mean
+/// `sqrt(μa μb)` (so a frictionless surface makes any contact frictionless, and equal
+/// coefficients keep their value) and restitution is the larger `max(ea, eb)` (a bouncy ball
+/// bounces on a dead floor). These are the rules of Box2D and Rapier's defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Material {
+    /// Coulomb friction coefficient μ, dimensionless, `>= 0`. Default 0.6.
+    pub friction: f32,
+    /// Newton restitution coefficient e, in `[0, 1]`. Default 0.
+    pub restitution: f32,
+}
+
+impl Default for Material {
+    fn default() -> Self {
+        Self { friction: 0.6, restitution: 0.0 }
+    }
+}
+
+impl Material {
+    /// A material with friction `friction` and restitution `restitution`.
+    pub const fn new(friction: f32, restitution: f32) -> Self {
+        Self { friction, restitution }
+    }
+
+    /// The material of a contact between `a` and `b`: `μ = sqrt(μa μb)`, `e = max(ea, eb)`.
+    pub fn combine(a: Material, b: Material) -> Material {
+        Material { friction: (a.friction * b.friction).sqrt(), restitution: a.restitution.max(b.restitution) }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_non_negative("friction", self.friction)?;
+        check_finite("restitution", self.restitution, self.restitution.is_finite())?;
+        if !(0.0..=1.0).contains(&self.restitution) {
+            return Err(Error::OutOfRange { what: "restitution", range: "[0, 1]", value: self.restitution });
+        }
+        Ok(())
+    }
+}
+
+/// How a body's mass is given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MassSpec {
+    /// Uniform density, kg/m³; mass and inertia follow from the shape.
+    Density(f32),
+    /// Total mass, kg; inertia follows from the shape at the matching uniform density.
+    Mass(f32),
+}
+
+/// Everything needed to create a body. Build one with [`RigidBodyDesc::dynamic`],
+/// [`RigidBodyDesc::fixed`] or [`RigidBodyDesc::kinematic`] and the builder methods.
+///
+/// ```
+/// use signorini::prelude::*;
+/// let desc = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+///     .position(Vec3::new(0.0, 2.0, 0.0))
+///     .density(500.0)
+///     .friction(0.4);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RigidBodyDesc {
+    /// Dynamic, static or kinematic.
+    pub kind: BodyKind,
+    /// Collision shape, in the body frame.
+    pub shape: Shape,
+    /// Position of the body-frame origin, m. Default zero.
+    pub position: Vec3,
+    /// Orientation of the body frame. Default identity. Normalized on insertion.
+    pub orientation: Quat,
+    /// Velocity of the centre of mass, m/s. Default zero.
+    pub linear_velocity: Vec3,
+    /// Angular velocity, world frame, rad/s. Default zero.
+    pub angular_velocity: Vec3,
+    /// Mass from density or given directly. Default density 1000 kg/m³ (water).
+    pub mass: MassSpec,
+    /// Friction and restitution. Default [`Material::default`].
+    pub material: Material,
+    /// Linear velocity damping rate, 1/s: `v *= 1 / (1 + h c)` per substep. Default 0.
+    pub linear_damping: f32,
+    /// Angular velocity damping rate, 1/s. Default 0.
+    pub angular_damping: f32,
+}
+
+impl RigidBodyDesc {
+    /// A body of the given kind and shape with every other field at its default.
+    pub fn new(kind: BodyKind, shape: Shape) -> Self {
+        Self {
+            kind,
+            shape,
+            position: Vec3::ZERO,
+            orientation: Quat::IDENTITY,
+            linear_velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
+            mass: MassSpec::Density(1000.0),
+            material: Material::default(),
+            linear_damping: 0.0,
+            angular_damping: 0.0,
+        }
+    }
+
+    /// A dynamic body.
+    pub fn dynamic(shape: Shape) -> Self {
+        Self::new(BodyKind::Dynamic, shape)
+    }
+
+    /// A static body (named `fixed` because `static` is a keyword).
+    pub fn fixed(shape: Shape) -> Self {
+        Self::new(BodyKind::Static, shape)
+    }
+
+    /// A kinematic body.
+    pub fn kinematic(shape: Shape) -> Self {
+        Self::new(BodyKind::Kinematic, shape)
+    }
+
+    /// Sets the position of the body origin, m.
+    #[must_use]
+    pub fn position(mut self, position: Vec3) -> Self {
+        self.position = position;
+        self
+    }
+
+    /// Sets the orientation.
+    #[must_use]
+    pub fn orientation(mut self, orientation: Quat) -> Self {
+        self.orientation = orientation;
+        self
+    }
+
+    /// Sets the velocity of the centre of mass, m/s.
+    #[must_use]
+    pub fn linear_velocity(mut self, v: Vec3) -> Self {
+        self.linear_velocity = v;
+        self
+    }
+
+    /// Sets the angular velocity, world frame, rad/s.
+    #[must_use]
+    pub fn angular_velocity(mut self, w: Vec3) -> Self {
+        self.angular_velocity = w;
+        self
+    }
+
+    /// Sets a uniform density, kg/m³.
+    #[must_use]
+    pub fn density(mut self, density: f32) -> Self {
+        self.mass = MassSpec::Density(density);
+        self
+    }
+
+    /// Sets the total mass, kg.
+    #[must_use]
+    pub fn mass(mut self, mass: f32) -> Self {
+        self.mass = MassSpec::Mass(mass);
+        self
+    }
+
+    /// Sets the material.
+    #[must_use]
+    pub fn material(mut self, material: Material) -> Self {
+        self.material = material;
+        self
+    }
+
+    /// Sets the friction coefficient.
+    #[must_use]
+    pub fn friction(mut self, friction: f32) -> Self {
+        self.material.friction = friction;
+        self
+    }
+
+    /// Sets the restitution coefficient.
+    #[must_use]
+    pub fn restitution(mut self, restitution: f32) -> Self {
+        self.material.restitution = restitution;
+        self
+    }
+
+    /// Sets linear and angular damping rates, 1/s.
+    #[must_use]
+    pub fn damping(mut self, linear: f32, angular: f32) -> Self {
+        self.linear_damping = linear;
+        self.angular_damping = angular;
+        self
+    }
+
+    /// Checks every field; returns the normalized orientation.
+    pub(crate) fn validate(&self) -> Result<Quat> {
+        self.shape.validate()?;
+        check_finite("body position", self.position, self.position.is_finite())?;
+        check_finite("body orientation", self.orientation, self.orientation.is_finite())?;
+        check_finite("body linear velocity", self.linear_velocity, self.linear_velocity.is_finite())?;
+        check_finite("body angular velocity", self.angular_velocity, self.angular_velocity.is_finite())?;
+        let len = self.orientation.length();
+        if len < 1e-6 {
+            return Err(Error::DegenerateShape { reason: "body orientation is a zero quaternion".into() });
+        }
+        match self.mass {
+            MassSpec::Density(d) => check_positive("body density", d)?,
+            MassSpec::Mass(m) => check_positive("body mass", m)?,
+        }
+        self.material.validate()?;
+        check_non_negative("linear damping", self.linear_damping)?;
+        check_non_negative("angular damping", self.angular_damping)?;
+        Ok(self.orientation / len)
+    }
+}
+
+/// Names a body of a [`World`](crate::World); valid for every solver built from that world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyHandle(pub(crate) u32);
+
+impl BodyHandle {
+    /// The handle of the body with this index (the `index`-th body added to its world).
+    pub fn from_index(index: usize) -> Self {
+        Self(index as u32)
+    }
+
+    /// The body's index: bodies are numbered in insertion order from 0, and
+    /// [`Solver::body_states`](crate::Solver::body_states) returns them in that order.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The motion state of a body, as read back from a solver.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyState {
+    /// Position of the body-frame origin, m.
+    pub position: Vec3,
+    /// Orientation of the body frame.
+    pub orientation: Quat,
+    /// Velocity of the centre of mass, m/s.
+    pub linear_velocity: Vec3,
+    /// Angular velocity, world frame, rad/s.
+    pub angular_velocity: Vec3,
+}

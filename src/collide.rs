@@ -1,0 +1,982 @@
+//! Contact manifolds between two bodies (seed 001: vertex-face and edge-edge contacts), for every
+//! pair of core kinds: point (sphere), segment (capsule) and polytope (box, hull), each swept by
+//! its radius. Written the way its WGSL twin runs: bounded loops, fixed-size arrays, no
+//! allocation, the shape tables read through indices.
+//!
+//! Conventions (seed 000): the normal points from body A towards body B; the separation of a
+//! point is `n · (core_b - core_a) - radius_a - radius_b`, negative when penetrating. Each
+//! contact keeps its *core points*: the material points of the two cores that touch, as offsets
+//! from each body's centre of mass. The solver tracks the separation from how those points move
+//! during the step, and rotates only the cores, never the radius (see `separation`).
+
+use glam::{Quat, Vec3, Vec4};
+
+use crate::layout::{GpuShape, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT};
+use crate::math::{rotate, rotate_inv};
+
+/// Most contacts in a manifold.
+pub const MAX_MANIFOLD_POINTS: usize = 4;
+/// Most vertices of a clipped polygon (an incident face clipped by a reference face).
+pub const MAX_CLIP_POINTS: usize = 64;
+/// A face contact is preferred over an edge contact unless the edge axis separates by this much
+/// more, m (keeps resting boxes on face manifolds instead of flickering edge contacts).
+pub const EDGE_TOLERANCE: f32 = 0.5 * 0.005;
+/// The reference face is on A unless B's face separates by this much more, m.
+pub const FACE_TOLERANCE: f32 = 0.1 * 0.005;
+
+/// A shape in the world: its record in the shape table, its body's pose, and the tables.
+#[derive(Clone, Copy)]
+pub(crate) struct Posed<'a> {
+    pub shape: &'a GpuShape,
+    pub position: Vec3,
+    pub orientation: Quat,
+    pub geometry: &'a [Vec4],
+    pub topology: &'a [u32],
+}
+
+impl Posed<'_> {
+    /// Core point `k` in the body's frame (principal, about the centre of mass).
+    fn local_point(&self, k: u32) -> Vec3 {
+        self.geometry[(self.shape.first_point + k) as usize].truncate()
+    }
+
+    /// Core point `k` in the world.
+    fn point(&self, k: u32) -> Vec3 {
+        self.position + rotate(self.orientation, self.local_point(k))
+    }
+
+    /// Plane of face `f` in the world: (unit normal, offset).
+    fn face_plane(&self, f: u32) -> (Vec3, f32) {
+        let plane = self.geometry[(self.shape.first_point + self.shape.point_count + f) as usize];
+        let n = rotate(self.orientation, plane.truncate());
+        (n, plane.w + n.dot(self.position))
+    }
+
+    /// The range of face `f`'s vertex loop in `topology`.
+    fn face_loop(&self, f: u32) -> (usize, usize) {
+        let t = self.shape.first_topology as usize;
+        let indices = t + self.shape.face_count as usize + 1;
+        (indices + self.topology[t + f as usize] as usize, indices + self.topology[t + f as usize + 1] as usize)
+    }
+
+    /// Vertex number `j` of face `f`'s loop, as a core point index.
+    fn face_vertex(&self, f: u32, j: usize) -> u32 {
+        self.topology[self.face_loop(f).0 + j]
+    }
+
+    /// Edge `e`: (vertex a, vertex b, face 0, face 1).
+    fn edge(&self, e: u32) -> [u32; 4] {
+        let w = (self.shape.first_edge + 4 * e) as usize;
+        [self.topology[w], self.topology[w + 1], self.topology[w + 2], self.topology[w + 3]]
+    }
+
+    /// The smallest `d · x` over the core's points (its support in direction `-d`), world.
+    fn min_along(&self, d: Vec3) -> f32 {
+        let local = rotate_inv(self.orientation, d);
+        let mut best = f32::MAX;
+        for k in 0..self.shape.point_count {
+            best = best.min(local.dot(self.local_point(k)));
+        }
+        best + d.dot(self.position)
+    }
+}
+
+/// One contact of a manifold.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ContactPoint {
+    /// A's core point relative to A's centre of mass, world frame, m.
+    pub core_a: Vec3,
+    /// B's core point relative to B's centre of mass, world frame, m.
+    pub core_b: Vec3,
+    /// Separation at detection, m.
+    pub separation: f32,
+    /// Feature key: equal keys in consecutive steps name the same contact.
+    pub key: u32,
+}
+
+/// Up to four contacts sharing one normal.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Manifold {
+    /// Unit normal from A towards B.
+    pub normal: Vec3,
+    /// Number of valid points.
+    pub count: usize,
+    /// The contacts.
+    pub points: [ContactPoint; MAX_MANIFOLD_POINTS],
+}
+
+impl Manifold {
+    fn push(&mut self, a: &Posed, b: &Posed, world_a: Vec3, world_b: Vec3, separation: f32, key: u32) {
+        if self.count < MAX_MANIFOLD_POINTS {
+            self.points[self.count] =
+                ContactPoint { core_a: world_a - a.position, core_b: world_b - b.position, separation, key };
+            self.count += 1;
+        }
+    }
+
+    /// The same contacts seen from B: normal reversed, core points swapped.
+    fn flipped(mut self) -> Self {
+        self.normal = -self.normal;
+        for p in &mut self.points[..self.count] {
+            std::mem::swap(&mut p.core_a, &mut p.core_b);
+        }
+        self
+    }
+}
+
+/// The contacts between two shapes whose separation is below `margin`.
+pub(crate) fn collide(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    if a.shape.kind > b.shape.kind {
+        return collide_ordered(b, a, margin).flipped();
+    }
+    collide_ordered(a, b, margin)
+}
+
+fn collide_ordered(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    match (a.shape.kind, b.shape.kind) {
+        (SHAPE_POINT, SHAPE_POINT) => point_point(a, b, margin),
+        (SHAPE_POINT, SHAPE_SEGMENT) => point_segment(a, b, margin),
+        (SHAPE_SEGMENT, SHAPE_SEGMENT) => segment_segment(a, b, margin),
+        (SHAPE_POINT, SHAPE_POLYTOPE) => point_polytope(a, b, margin),
+        (SHAPE_SEGMENT, SHAPE_POLYTOPE) => segment_polytope(a, b, margin),
+        _ => polytope_polytope(a, b, margin),
+    }
+}
+
+/// A unit vector along `d`, or `fallback` when `d` is too short to have a direction.
+fn direction(d: Vec3, fallback: Vec3) -> Vec3 {
+    let len = d.length();
+    if len > 1e-9 { d / len } else { fallback }
+}
+
+/// A unit vector orthogonal to `v` (the second tangent of `tangent_basis`), or y for a zero `v`.
+fn any_orthonormal(v: Vec3) -> Vec3 {
+    crate::math::tangent_basis(direction(v, Vec3::Y)).1
+}
+
+/// The point of segment `[p, q]` closest to `x`, as its parameter in `[0, 1]`.
+fn closest_on_segment(p: Vec3, q: Vec3, x: Vec3) -> f32 {
+    let d = q - p;
+    let dd = d.dot(d);
+    if dd <= 1e-12 { 0.0 } else { ((x - p).dot(d) / dd).clamp(0.0, 1.0) }
+}
+
+/// Closest points of segments `[p1, q1]` and `[p2, q2]` as parameters `(s, t)` (Ericson,
+/// Real-Time Collision Detection, 5.1.9).
+fn closest_between_segments(p1: Vec3, q1: Vec3, p2: Vec3, q2: Vec3) -> (f32, f32) {
+    let (d1, d2, r) = (q1 - p1, q2 - p2, p1 - p2);
+    let (a, e, f) = (d1.dot(d1), d2.dot(d2), d2.dot(r));
+    if a <= 1e-12 && e <= 1e-12 {
+        return (0.0, 0.0);
+    }
+    if a <= 1e-12 {
+        return (0.0, (f / e).clamp(0.0, 1.0));
+    }
+    let c = d1.dot(r);
+    if e <= 1e-12 {
+        return ((-c / a).clamp(0.0, 1.0), 0.0);
+    }
+    let b = d1.dot(d2);
+    let denom = a * e - b * b;
+    let mut s = if denom > 1e-12 * a * e { ((b * f - c * e) / denom).clamp(0.0, 1.0) } else { 0.0 };
+    let mut t = (b * s + f) / e;
+    if t < 0.0 {
+        t = 0.0;
+        s = (-c / a).clamp(0.0, 1.0);
+    } else if t > 1.0 {
+        t = 1.0;
+        s = ((b - c) / a).clamp(0.0, 1.0);
+    }
+    (s, t)
+}
+
+fn point_point(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let (pa, pb) = (a.point(0), b.point(0));
+    let n = direction(pb - pa, Vec3::Y);
+    let separation = n.dot(pb - pa) - a.shape.radius - b.shape.radius;
+    let mut m = Manifold { normal: n, ..Manifold::default() };
+    if separation < margin {
+        m.push(a, b, pa, pb, separation, 0);
+    }
+    m
+}
+
+fn point_segment(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let pa = a.point(0);
+    let (b0, b1) = (b.point(0), b.point(1));
+    let pb = b0.lerp(b1, closest_on_segment(b0, b1, pa));
+    let n = direction(pb - pa, any_orthonormal(b1 - b0));
+    let separation = n.dot(pb - pa) - a.shape.radius - b.shape.radius;
+    let mut m = Manifold { normal: n, ..Manifold::default() };
+    if separation < margin {
+        m.push(a, b, pa, pb, separation, 0);
+    }
+    m
+}
+
+fn segment_segment(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let (a0, a1, b0, b1) = (a.point(0), a.point(1), b.point(0), b.point(1));
+    let (s, t) = closest_between_segments(a0, a1, b0, b1);
+    let (pa, pb) = (a0.lerp(a1, s), b0.lerp(b1, t));
+    let (da, db) = (a1 - a0, b1 - b0);
+    let axis_fallback = direction(da.cross(db), any_orthonormal(da));
+    let n = direction(pb - pa, axis_fallback);
+    let radii = a.shape.radius + b.shape.radius;
+    let mut m = Manifold { normal: n, ..Manifold::default() };
+    // Nearly parallel and overlapping: two contacts at the ends of the common stretch, so a
+    // capsule lying on another does not rock on one point.
+    let parallel = da.cross(db).length_squared() <= 1e-6 * da.length_squared() * db.length_squared();
+    if parallel {
+        let dd = da.dot(da);
+        let (u0, u1) = ((b0 - a0).dot(da) / dd, (b1 - a0).dot(da) / dd);
+        let (lo, hi) = (u0.min(u1).max(0.0), u0.max(u1).min(1.0));
+        if hi - lo > 1e-4 {
+            for (k, u) in [lo, hi].into_iter().enumerate() {
+                let qa = a0 + da * u;
+                let qb = b0.lerp(b1, closest_on_segment(b0, b1, qa));
+                let separation = n.dot(qb - qa) - radii;
+                if separation < margin {
+                    m.push(a, b, qa, qb, separation, 1 + k as u32);
+                }
+            }
+            return m;
+        }
+    }
+    let separation = n.dot(pb - pa) - radii;
+    if separation < margin {
+        m.push(a, b, pa, pb, separation, 0);
+    }
+    m
+}
+
+/// The point of polytope `b`'s surface closest to `x`, for `x` outside it, and that point's
+/// squared distance. Each face that `x` is in front of is tried: the projection if it falls in
+/// the face, else the closest point of the face's boundary.
+fn closest_on_polytope(b: &Posed, x: Vec3) -> Vec3 {
+    let mut best = x;
+    let mut best_d2 = f32::MAX;
+    for f in 0..b.shape.face_count {
+        let (n, offset) = b.face_plane(f);
+        let height = n.dot(x) - offset;
+        if height <= 0.0 {
+            continue;
+        }
+        let (start, end) = b.face_loop(f);
+        let count = end - start;
+        let projected = x - n * height;
+        let mut inside = true;
+        let mut edge_best = x;
+        let mut edge_d2 = f32::MAX;
+        for j in 0..count {
+            let v0 = b.point(b.face_vertex(f, j));
+            let v1 = b.point(b.face_vertex(f, (j + 1) % count));
+            if (v1 - v0).cross(projected - v0).dot(n) < 0.0 {
+                inside = false;
+            }
+            let q = v0.lerp(v1, closest_on_segment(v0, v1, x));
+            let d2 = (q - x).length_squared();
+            if d2 < edge_d2 {
+                edge_d2 = d2;
+                edge_best = q;
+            }
+        }
+        let (q, d2) = if inside { (projected, height * height) } else { (edge_best, edge_d2) };
+        if d2 < best_d2 {
+            best_d2 = d2;
+            best = q;
+        }
+    }
+    best
+}
+
+/// The closest points of segment `a0 a1` and polytope `b`, for a segment outside it: an end of
+/// the segment against the polytope, or the segment against one of its edges.
+fn closest_segment_polytope(b: &Posed, a0: Vec3, a1: Vec3) -> (Vec3, Vec3) {
+    let mut best = (a0, closest_on_polytope(b, a0));
+    let mut best_d2 = (best.1 - best.0).length_squared();
+    let end = closest_on_polytope(b, a1);
+    if (end - a1).length_squared() < best_d2 {
+        best = (a1, end);
+        best_d2 = (end - a1).length_squared();
+    }
+    for e in 0..b.shape.edge_count {
+        let [v0, v1, _, _] = b.edge(e);
+        let (p0, p1) = (b.point(v0), b.point(v1));
+        let (s, t) = closest_between_segments(a0, a1, p0, p1);
+        let (pa, pb) = (a0.lerp(a1, s), p0.lerp(p1, t));
+        let d2 = (pb - pa).length_squared();
+        if d2 < best_d2 {
+            best = (pa, pb);
+            best_d2 = d2;
+        }
+    }
+    best
+}
+
+/// The face of polytope `b` that `x` is most in front of: (face, height of `x` above it).
+fn deepest_face(b: &Posed, x: Vec3) -> (u32, f32) {
+    let mut best = (0, f32::MIN);
+    for f in 0..b.shape.face_count {
+        let (n, offset) = b.face_plane(f);
+        let height = n.dot(x) - offset;
+        if height > best.1 {
+            best = (f, height);
+        }
+    }
+    best
+}
+
+fn point_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let pa = a.point(0);
+    let radii = a.shape.radius + b.shape.radius;
+    let (face, height) = deepest_face(b, pa);
+    let (face_normal, _) = b.face_plane(face);
+    let mut m = Manifold::default();
+    if height <= 0.0 {
+        // The core point is inside: push it out through the nearest face.
+        m.normal = -face_normal;
+        let pb = pa - face_normal * height;
+        if height - radii < margin {
+            m.push(a, b, pa, pb, height - radii, 0);
+        }
+    } else {
+        let pb = closest_on_polytope(b, pa);
+        m.normal = direction(pb - pa, -face_normal);
+        let separation = m.normal.dot(pb - pa) - radii;
+        if separation < margin {
+            m.push(a, b, pa, pb, separation, 0);
+        }
+    }
+    m
+}
+
+fn segment_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let (a0, a1) = (a.point(0), a.point(1));
+    let radii = a.shape.radius + b.shape.radius;
+    // Face axes of B: the segment's deepest end against each face.
+    let (mut face, mut face_sep) = (0, f32::MIN);
+    for f in 0..b.shape.face_count {
+        let (n, offset) = b.face_plane(f);
+        let s = n.dot(a0).min(n.dot(a1)) - offset;
+        if s > face_sep {
+            face_sep = s;
+            face = f;
+        }
+    }
+    // Edge axes: the segment against each edge of B whose faces lie on both sides of the
+    // plane across the segment (the pair builds a face of the Minkowski difference).
+    let centre = b.position;
+    let (mut edge, mut edge_sep, mut edge_axis) = (0, f32::MIN, Vec3::ZERO);
+    for e in 0..b.shape.edge_count {
+        let [v0, v1, f0, f1] = b.edge(e);
+        if (a1 - a0).dot(b.face_plane(f0).0) * (a1 - a0).dot(b.face_plane(f1).0) >= 0.0 {
+            continue;
+        }
+        let (p0, p1) = (b.point(v0), b.point(v1));
+        let axis = (a1 - a0).cross(p1 - p0);
+        let len = axis.length();
+        if len < 1e-6 * (a1 - a0).length() * (p1 - p0).length() {
+            continue;
+        }
+        let mut axis = axis / len;
+        if axis.dot(p0 - centre) < 0.0 {
+            axis = -axis;
+        }
+        // B's extent along the axis against the segment's nearest end.
+        let s = axis.dot(a0).min(axis.dot(a1)) + b.min_along(-axis);
+        if s > edge_sep {
+            edge_sep = s;
+            edge = e;
+            edge_axis = axis;
+        }
+    }
+    let mut m = Manifold::default();
+    let core_sep = face_sep.max(edge_sep);
+    if core_sep - radii >= margin {
+        return m;
+    }
+    if core_sep > 0.0 {
+        // The cores are apart. The axes above then only bound their distance from below (the
+        // closest features may be the segment and one vertex of B), and a rounded segment
+        // needs the true distance: a bound could show a capsule beside a box as deep inside.
+        let (pa, pb) = closest_segment_polytope(b, a0, a1);
+        let distance = (pb - pa).length();
+        if distance - radii >= margin {
+            return m;
+        }
+        if face_sep + EDGE_TOLERANCE >= distance {
+            // Over a face of B: both ends from clipping, unless clipping misses the closest
+            // points (the segment dips beside the face).
+            let face_m = segment_face(a, b, face, margin);
+            let deepest = face_m.points[..face_m.count].iter().fold(f32::MAX, |d, p| d.min(p.separation));
+            if deepest <= distance - radii + EDGE_TOLERANCE {
+                return face_m;
+            }
+        }
+        // One contact between the closest points.
+        m.normal = direction(pb - pa, -b.face_plane(face).0);
+        m.push(a, b, pa, pb, distance - radii, 0xc000_0000);
+        return m;
+    }
+    if edge_sep > face_sep + EDGE_TOLERANCE {
+        let [v0, v1, _, _] = b.edge(edge);
+        let (p0, p1) = (b.point(v0), b.point(v1));
+        // B's point on the edge, A's at the axis' separation from it (the closest point of the
+        // segment, up to rounding).
+        let t = closest_between_segments(a0, a1, p0, p1).1;
+        m.normal = -edge_axis;
+        let pb = p0.lerp(p1, t);
+        if edge_sep - radii < margin {
+            m.push(a, b, pb - m.normal * edge_sep, pb, edge_sep - radii, 0x8000_0000 | edge);
+        }
+        return m;
+    }
+    segment_face(a, b, face, margin)
+}
+
+/// Segment core `a` against face `face` of polytope `b`: the segment clipped to the face's side
+/// planes, a contact at each end, or at the deepest end if the segment passes beside the face.
+fn segment_face(a: &Posed, b: &Posed, face: u32, margin: f32) -> Manifold {
+    let (a0, a1) = (a.point(0), a.point(1));
+    let radii = a.shape.radius + b.shape.radius;
+    let (n, offset) = b.face_plane(face);
+    let mut m = Manifold { normal: -n, ..Manifold::default() };
+    let (start, end) = b.face_loop(face);
+    let count = end - start;
+    let (mut t0, mut t1) = (0.0_f32, 1.0_f32);
+    for j in 0..count {
+        let v0 = b.point(b.face_vertex(face, j));
+        let v1 = b.point(b.face_vertex(face, (j + 1) % count));
+        let side = (v1 - v0).cross(n);
+        let (d0, d1) = (side.dot(a0 - v0), side.dot(a1 - v0));
+        // Keep the part with side · (x - v0) <= 0.
+        if d0 > 0.0 && d1 > 0.0 {
+            t0 = 1.0;
+            t1 = 0.0;
+        } else if d0 > 0.0 {
+            t0 = t0.max(d0 / (d0 - d1));
+        } else if d1 > 0.0 {
+            t1 = t1.min(d0 / (d0 - d1));
+        }
+    }
+    if t0 > t1 {
+        // The segment passes beside the face: one contact at its deepest end.
+        let pa = if n.dot(a0) < n.dot(a1) { a0 } else { a1 };
+        let height = n.dot(pa) - offset;
+        if height - radii < margin {
+            m.push(a, b, pa, pa - n * height, height - radii, face << 2);
+        }
+        return m;
+    }
+    for (k, t) in [t0, t1].into_iter().enumerate() {
+        let pa = a0.lerp(a1, t);
+        let height = n.dot(pa) - offset;
+        if height - radii < margin && (k == 0 || t1 - t0 > 1e-5) {
+            m.push(a, b, pa, pa - n * height, height - radii, face << 2 | (1 + k as u32));
+        }
+    }
+    m
+}
+
+/// The face of `reference` that separates it most from `other`: (face, separation).
+fn best_face(reference: &Posed, other: &Posed) -> (u32, f32) {
+    let mut best = (0, f32::MIN);
+    for f in 0..reference.shape.face_count {
+        let (n, offset) = reference.face_plane(f);
+        let s = other.min_along(n) - offset;
+        if s > best.1 {
+            best = (f, s);
+        }
+    }
+    best
+}
+
+/// Whether edges with adjacent face normals `(a, b)` on A and `(c, d)` on B (already negated)
+/// build a face of the Minkowski difference, i.e. their arcs cross on the Gauss map
+/// (Gregorius, "The Separating Axis Test between Convex Polyhedra", GDC 2013). Only those edge
+/// pairs can give a separating axis, which cuts the edge test from all pairs to a few.
+fn is_minkowski_face(a: Vec3, b: Vec3, c: Vec3, d: Vec3) -> bool {
+    let bxa = b.cross(a);
+    let dxc = d.cross(c);
+    let cba = c.dot(bxa);
+    let dba = d.dot(bxa);
+    let adc = a.dot(dxc);
+    let bdc = b.dot(dxc);
+    cba * dba < 0.0 && adc * bdc < 0.0 && cba * bdc > 0.0
+}
+
+fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    let radii = a.shape.radius + b.shape.radius;
+    let (face_a, sep_a) = best_face(a, b);
+    let (face_b, sep_b) = best_face(b, a);
+    // Edge pairs that build Minkowski faces.
+    let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
+    for ea in 0..a.shape.edge_count {
+        let [a0, a1, fa0, fa1] = a.edge(ea);
+        let (pa0, pa1) = (a.point(a0), a.point(a1));
+        let (na0, na1) = (a.face_plane(fa0).0, a.face_plane(fa1).0);
+        for eb in 0..b.shape.edge_count {
+            let [b0, b1, fb0, fb1] = b.edge(eb);
+            let (nb0, nb1) = (b.face_plane(fb0).0, b.face_plane(fb1).0);
+            if !is_minkowski_face(na0, na1, -nb0, -nb1) {
+                continue;
+            }
+            let (pb0, pb1) = (b.point(b0), b.point(b1));
+            let axis = (pa1 - pa0).cross(pb1 - pb0);
+            let len = axis.length();
+            if len < 1e-5 * (pa1 - pa0).length() * (pb1 - pb0).length() {
+                continue;
+            }
+            let mut axis = axis / len;
+            if axis.dot(pa0 - a.position) < 0.0 {
+                axis = -axis;
+            }
+            let s = axis.dot(pb0 - pa0);
+            if s > sep_e {
+                sep_e = s;
+                edge_pair = (ea, eb);
+                axis_e = axis;
+            }
+        }
+    }
+    let mut m = Manifold::default();
+
+    if sep_e > sep_a.max(sep_b) + EDGE_TOLERANCE {
+        let [a0, a1, _, _] = a.edge(edge_pair.0);
+        let [b0, b1, _, _] = b.edge(edge_pair.1);
+        let (pa0, pa1, pb0, pb1) = (a.point(a0), a.point(a1), b.point(b0), b.point(b1));
+        let (s, t) = closest_between_segments(pa0, pa1, pb0, pb1);
+        let (pa, pb) = (pa0.lerp(pa1, s), pb0.lerp(pb1, t));
+        m.normal = axis_e;
+        let separation = axis_e.dot(pb - pa) - radii;
+        if separation < margin {
+            m.push(a, b, pa, pb, separation, 0x8000_0000 | edge_pair.0 << 12 | edge_pair.1);
+        }
+        return m;
+    }
+    if sep_b > sep_a + FACE_TOLERANCE {
+        face_contact(b, a, face_b, margin, radii).flipped()
+    } else {
+        face_contact(a, b, face_a, margin, radii)
+    }
+}
+
+/// Contacts of `incident`'s most anti-parallel face clipped against `reference`'s face
+/// `face` (Sutherland-Hodgman), reduced to four; the normal is the reference face's.
+fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, radii: f32) -> Manifold {
+    let (n, offset) = reference.face_plane(face);
+    // The incident face: the most anti-parallel of the faces around the incident's deepest
+    // vertex. (The most anti-parallel face overall can lie away from the overlap, on a hull of
+    // small faces, and clip to nothing.)
+    let (mut support, mut support_depth) = (0, f32::MAX);
+    for k in 0..incident.shape.point_count {
+        let d = n.dot(incident.point(k));
+        if d < support_depth {
+            support_depth = d;
+            support = k;
+        }
+    }
+    let mut incident_face = 0;
+    let mut lowest = f32::MAX;
+    for f in 0..incident.shape.face_count {
+        let (start, end) = incident.face_loop(f);
+        if !(0..end - start).any(|j| incident.face_vertex(f, j) == support) {
+            continue;
+        }
+        let d = incident.face_plane(f).0.dot(n);
+        if d < lowest {
+            lowest = d;
+            incident_face = f;
+        }
+    }
+    // The incident polygon; keys are the incident vertex, or for a point made by clipping,
+    // 0x4000 | incident edge << 7 | reference side.
+    let mut poly = [(Vec3::ZERO, 0u32); MAX_CLIP_POINTS];
+    let mut count = 0;
+    let (start, end) = incident.face_loop(incident_face);
+    for j in 0..(end - start).min(MAX_CLIP_POINTS) {
+        let v = incident.face_vertex(incident_face, j);
+        poly[count] = (incident.point(v), j as u32);
+        count += 1;
+    }
+    let (ref_start, ref_end) = reference.face_loop(face);
+    let sides = ref_end - ref_start;
+    let mut clipped = [(Vec3::ZERO, 0u32); MAX_CLIP_POINTS];
+    for side in 0..sides {
+        let v0 = reference.point(reference.face_vertex(face, side));
+        let v1 = reference.point(reference.face_vertex(face, (side + 1) % sides));
+        let out = (v1 - v0).cross(n);
+        let mut kept = 0;
+        for j in 0..count {
+            let (p, key_p) = poly[j];
+            let (q, _) = poly[(j + 1) % count];
+            let (dp, dq) = (out.dot(p - v0), out.dot(q - v0));
+            if dp <= 0.0 && kept < MAX_CLIP_POINTS {
+                clipped[kept] = (p, key_p);
+                kept += 1;
+            }
+            if (dp <= 0.0) != (dq <= 0.0) && kept < MAX_CLIP_POINTS {
+                let edge_key = if key_p & 0x4000 != 0 { (key_p >> 7) & 0x7f } else { key_p };
+                clipped[kept] = (p + (q - p) * (dp / (dp - dq)), 0x4000 | edge_key << 7 | side as u32);
+                kept += 1;
+            }
+        }
+        poly[..kept].copy_from_slice(&clipped[..kept]);
+        count = kept;
+    }
+    // Keep the points below the reference face (within the margin), then reduce to four:
+    // the deepest, the farthest from it, and the two that span the largest area with them.
+    let mut candidates = [(Vec3::ZERO, 0u32, 0.0_f32); MAX_CLIP_POINTS];
+    let mut kept = 0;
+    for &(p, key) in &poly[..count] {
+        let s = n.dot(p) - offset - radii;
+        if s < margin {
+            candidates[kept] = (p, key, s);
+            kept += 1;
+        }
+    }
+    let mut m = Manifold { normal: n, ..Manifold::default() };
+    if kept == 0 {
+        // Clipping left nothing, yet the separating axis says the bodies are within the
+        // margin: one contact at the deepest vertex, so no contact is lost.
+        let s = support_depth - offset - radii;
+        if s < margin {
+            let p = incident.point(support);
+            m.push(reference, incident, p - n * (n.dot(p) - offset), p, s, face | incident_face << 8 | 0x3fff << 16);
+        }
+        return m;
+    }
+    let mut chosen = [usize::MAX; MAX_MANIFOLD_POINTS];
+    chosen[0] = (0..kept).min_by(|&i, &j| candidates[i].2.total_cmp(&candidates[j].2)).unwrap_or(0);
+    let origin = candidates[chosen[0]].0;
+    chosen[1] = farthest(&candidates[..kept], |p| (p - origin).length_squared(), &chosen);
+    if chosen[1] != usize::MAX {
+        let edge = candidates[chosen[1]].0 - origin;
+        chosen[2] = farthest(&candidates[..kept], |p| edge.cross(p - origin).dot(n), &chosen);
+        chosen[3] = farthest(&candidates[..kept], |p| -edge.cross(p - origin).dot(n), &chosen);
+    }
+    let base_key = face | incident_face << 8;
+    for &i in chosen.iter().filter(|&&i| i != usize::MAX) {
+        let (p, key, s) = candidates[i];
+        let on_reference = p - n * (n.dot(p) - offset);
+        m.push(reference, incident, on_reference, p, s, base_key | key << 16);
+    }
+    m
+}
+
+/// The unchosen candidate with the largest positive `score`, or `usize::MAX`.
+fn farthest(
+    candidates: &[(Vec3, u32, f32)],
+    score: impl Fn(Vec3) -> f32,
+    chosen: &[usize; MAX_MANIFOLD_POINTS],
+) -> usize {
+    let mut best = (usize::MAX, 1e-8_f32);
+    for (i, c) in candidates.iter().enumerate() {
+        if chosen.contains(&i) {
+            continue;
+        }
+        let s = score(c.0);
+        if s > best.1 {
+            best = (i, s);
+        }
+    }
+    best.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Packed;
+    use crate::prelude::*;
+
+    /// Contacts between two shapes at the given poses (body-origin positions).
+    fn contacts(sa: Shape, pa: Vec3, qa: Quat, sb: Shape, pb: Vec3, qb: Quat) -> Manifold {
+        contacts_and(sa, pa, qa, sb, pb, qb, |_, _| ()).0
+    }
+
+    /// [`contacts`], and `f` applied to the two posed shapes.
+    fn contacts_and<R>(
+        sa: Shape,
+        pa: Vec3,
+        qa: Quat,
+        sb: Shape,
+        pb: Vec3,
+        qb: Quat,
+        f: impl FnOnce(&Posed, &Posed) -> R,
+    ) -> (Manifold, R) {
+        let mut world = World::new(WorldDesc::default()).unwrap();
+        world.add_body(RigidBodyDesc::dynamic(sa).position(pa).orientation(qa)).unwrap();
+        world.add_body(RigidBodyDesc::dynamic(sb).position(pb).orientation(qb)).unwrap();
+        let packed = Packed::new(&world);
+        let posed = |i: usize| Posed {
+            shape: &packed.shapes[packed.props[i].shape as usize],
+            position: packed.bodies[i].position,
+            orientation: packed.bodies[i].orientation,
+            geometry: &packed.geometry,
+            topology: &packed.topology,
+        };
+        let m = collide(&posed(0), &posed(1), 0.02);
+        // Every contact's core points are where the geometry says, up to the separation.
+        for p in &m.points[..m.count] {
+            let (wa, wb) = (packed.bodies[0].position + p.core_a, packed.bodies[1].position + p.core_b);
+            let gap = m.normal.dot(wb - wa) - posed(0).shape.radius - posed(1).shape.radius;
+            assert!((gap - p.separation).abs() < 1e-5, "{gap} vs {}", p.separation);
+        }
+        let r = f(&posed(0), &posed(1));
+        (m, r)
+    }
+
+    /// The signed distance of two posed shapes by brute force: the largest gap
+    /// `min_B d - max_A d` over unit directions `d` (the distance when apart, minus the
+    /// penetration depth when overlapping), from 4,000 directions, the best eight refined by a
+    /// random search that shrinks its steps (the gap has kinks and ridges at every face).
+    fn signed_distance(a: &Posed, b: &Posed) -> f32 {
+        let gap = |d: Vec3| b.min_along(d) + a.min_along(-d) - a.shape.radius - b.shape.radius;
+        let golden = std::f32::consts::PI * (3.0 - 5.0_f32.sqrt());
+        let mut coarse: Vec<(f32, Vec3)> = (0..4000)
+            .map(|i| {
+                let y = 1.0 - 2.0 * (i as f32 + 0.5) / 4000.0;
+                let r = (1.0 - y * y).sqrt();
+                let d = Vec3::new(r * (golden * i as f32).cos(), y, r * (golden * i as f32).sin());
+                (gap(d), d)
+            })
+            .collect();
+        coarse.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let mut rng = crate::scenes::Lcg(5);
+        let mut best = coarse[0];
+        for &start in &coarse[..8] {
+            let mut here = start;
+            let mut step = 0.06;
+            while step > 1e-6 {
+                let mut improved = false;
+                for _ in 0..48 {
+                    let jitter = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+                    let d = (here.1 + jitter.normalize_or_zero() * step).normalize();
+                    if gap(d) > here.0 {
+                        here = (gap(d), d);
+                        improved = true;
+                    }
+                }
+                if !improved {
+                    step *= 0.6;
+                }
+            }
+            if here.0 > best.0 {
+                best = here;
+            }
+        }
+        best.0
+    }
+
+    /// Over 800 random pairs of every shape kind near touching: a pair closer than the margin
+    /// always has a contact, and the deepest contact's separation is the signed distance
+    /// (within 3 mm, the face tolerance) down to 5 cm of overlap, except where two sharp
+    /// polytopes are apart, where the separating axes give a lower bound (an early speculative
+    /// contact, never a false depth). Deeper, the reported depth is at least 90 % of the truth.
+    #[test]
+    fn deepest_contact_is_the_signed_distance() {
+        let mut rng = crate::scenes::Lcg(17);
+        let hull_points: Vec<Vec3> =
+            (0..10).map(|_| Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.6).collect();
+        let shape = |rng: &mut crate::scenes::Lcg, kind: u32| match kind {
+            0 => Shape::sphere(rng.range(0.1, 0.3)),
+            1 => Shape::cuboid(Vec3::new(rng.range(0.1, 0.4), rng.range(0.1, 0.4), rng.range(0.1, 0.4))),
+            2 => Shape::capsule(rng.range(0.1, 0.3), rng.range(0.05, 0.2)),
+            _ => Shape::convex_hull(&hull_points).unwrap(),
+        };
+        let (mut touching, mut checked) = (0, 0);
+        for case in 0..800u32 {
+            let (ka, kb) = (case % 4, (case / 4) % 4);
+            let (sa, sb) = (shape(&mut rng, ka), shape(&mut rng, kb));
+            let (qa, qb) = (rng.rotation(), rng.rotation());
+            let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+            let pb = towards * rng.range(0.25, 0.75);
+            let sharp = ka % 2 == 1 && kb % 2 == 1;
+            let (m, truth) = contacts_and(sa, Vec3::ZERO, qa, sb, pb, qb, signed_distance);
+            if truth >= 0.015 {
+                continue;
+            }
+            touching += 1;
+            assert!(m.count >= 1, "case {case} ({ka},{kb}): distance {truth} but no contact");
+            let deepest = m.points[..m.count].iter().map(|p| p.separation).fold(f32::MAX, f32::min);
+            if sharp && truth > 0.0 {
+                assert!(deepest <= truth + 3e-3, "case {case} ({ka},{kb}): {deepest} vs {truth}");
+            } else if truth < -0.05 {
+                // Deep: clipping to the reference face may cut off the deepest vertex.
+                assert!(deepest < 0.9 * truth, "case {case} ({ka},{kb}): {deepest} vs {truth}");
+            } else {
+                checked += 1;
+                assert!((deepest - truth).abs() < 3e-3, "case {case} ({ka},{kb}): {deepest} vs {truth}");
+            }
+        }
+        assert!(touching > 300 && checked > 100, "{touching} touching, {checked} checked");
+    }
+
+    fn unit_box() -> Shape {
+        Shape::cuboid(Vec3::splat(0.5))
+    }
+
+    #[test]
+    fn box_resting_on_box_has_four_face_contacts() {
+        let m = contacts(unit_box(), Vec3::ZERO, Quat::IDENTITY, unit_box(), Vec3::new(0.2, 0.99, 0.1), Quat::IDENTITY);
+        assert_eq!(m.count, 4);
+        assert!((m.normal - Vec3::Y).length() < 1e-5, "{}", m.normal);
+        for p in &m.points[..4] {
+            assert!((p.separation + 0.01).abs() < 1e-5, "{}", p.separation);
+        }
+        // The contacts span the overlap of the two faces: x in [-0.3, 0.5], z in [-0.4, 0.5].
+        let xs: Vec<f32> = m.points.iter().map(|p| p.core_a.x).collect();
+        assert!((xs.iter().cloned().fold(f32::MAX, f32::min) + 0.3).abs() < 1e-5);
+        assert!((xs.iter().cloned().fold(f32::MIN, f32::max) - 0.5).abs() < 1e-5);
+        // Keys are distinct.
+        let mut keys: Vec<u32> = m.points.iter().map(|p| p.key).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 4);
+    }
+
+    #[test]
+    fn far_boxes_have_no_contacts_and_order_only_flips_the_normal() {
+        let m = contacts(unit_box(), Vec3::ZERO, Quat::IDENTITY, unit_box(), Vec3::new(0.0, 1.5, 0.0), Quat::IDENTITY);
+        assert_eq!(m.count, 0);
+        let a = contacts(
+            unit_box(),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+            Shape::sphere(0.3),
+            Vec3::new(0.0, 0.79, 0.0),
+            Quat::IDENTITY,
+        );
+        let b = contacts(
+            Shape::sphere(0.3),
+            Vec3::new(0.0, 0.79, 0.0),
+            Quat::IDENTITY,
+            unit_box(),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+        );
+        assert_eq!((a.count, b.count), (1, 1));
+        assert!((a.normal + b.normal).length() < 1e-6);
+        assert!((a.points[0].separation - b.points[0].separation).abs() < 1e-6);
+        assert!((a.points[0].separation + 0.01).abs() < 1e-5);
+    }
+
+    #[test]
+    fn box_on_its_edge_across_another_edge_touches_at_one_point() {
+        // A's top edge runs along x, B's bottom edge along z: they cross.
+        let qa = Quat::from_rotation_x(std::f32::consts::FRAC_PI_4);
+        let qb = Quat::from_rotation_z(std::f32::consts::FRAC_PI_4);
+        let half_diagonal = 0.5 * std::f32::consts::SQRT_2;
+        let m = contacts(unit_box(), Vec3::ZERO, qa, unit_box(), Vec3::new(0.1, 2.0 * half_diagonal - 0.005, 0.05), qb);
+        assert_eq!(m.count, 1, "{m:?}");
+        assert!(m.points[0].key & 0x8000_0000 != 0, "an edge-edge contact");
+        assert!((m.normal - Vec3::Y).length() < 1e-3, "{}", m.normal);
+        assert!((m.points[0].separation + 0.005).abs() < 1e-4, "{}", m.points[0].separation);
+    }
+
+    #[test]
+    fn sphere_and_capsule_pairs() {
+        let s = contacts(
+            Shape::sphere(0.5),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+            Shape::sphere(0.25),
+            Vec3::new(0.0, 0.0, 0.7),
+            Quat::IDENTITY,
+        );
+        assert_eq!(s.count, 1);
+        assert!((s.points[0].separation + 0.05).abs() < 1e-6 && (s.normal - Vec3::Z).length() < 1e-6);
+        // A capsule lying across a sphere: one contact below its middle.
+        let lying = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
+        let c = contacts(
+            Shape::sphere(0.5),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+            Shape::capsule(1.0, 0.2),
+            Vec3::new(0.0, 0.69, 0.0),
+            lying,
+        );
+        assert_eq!(c.count, 1);
+        assert!((c.points[0].separation + 0.01).abs() < 1e-5);
+        // Two parallel capsules side by side: two contacts over their common length.
+        let p = contacts(
+            Shape::capsule(1.0, 0.2),
+            Vec3::ZERO,
+            lying,
+            Shape::capsule(0.5, 0.2),
+            Vec3::new(0.8, 0.39, 0.0),
+            lying,
+        );
+        assert_eq!(p.count, 2, "{p:?}");
+        for q in &p.points[..2] {
+            assert!((q.separation + 0.01).abs() < 1e-5);
+        }
+        // Crossed capsules: one contact.
+        let x = contacts(
+            Shape::capsule(1.0, 0.2),
+            Vec3::ZERO,
+            lying,
+            Shape::capsule(1.0, 0.2),
+            Vec3::new(0.0, 0.0, 0.39),
+            Quat::IDENTITY,
+        );
+        assert_eq!(x.count, 1);
+        assert!((x.normal - Vec3::Z).length() < 1e-5);
+    }
+
+    #[test]
+    fn capsule_lying_on_a_box_has_two_contacts_and_a_sphere_sees_the_corner() {
+        let lying = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
+        let m = contacts(
+            Shape::capsule(0.3, 0.1),
+            Vec3::new(0.1, 0.59, 0.0),
+            lying,
+            unit_box(),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+        );
+        assert_eq!(m.count, 2, "{m:?}");
+        assert!((m.normal + Vec3::Y).length() < 1e-5, "A is the capsule: the normal points down into the box");
+        for p in &m.points[..2] {
+            assert!((p.separation + 0.01).abs() < 1e-5);
+        }
+        // A sphere beyond a corner: the normal points from the corner to its centre.
+        let corner = Vec3::splat(0.5);
+        let centre = corner + Vec3::ONE.normalize() * 0.3;
+        let c = contacts(unit_box(), Vec3::ZERO, Quat::IDENTITY, Shape::sphere(0.29), centre, Quat::IDENTITY);
+        assert_eq!(c.count, 1);
+        assert!((c.normal - Vec3::ONE.normalize()).length() < 1e-4, "{}", c.normal);
+        assert!((c.points[0].separation - 0.01).abs() < 1e-4);
+        // A sphere whose centre is inside the box is pushed out through the nearest face.
+        let d = contacts(
+            unit_box(),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+            Shape::sphere(0.2),
+            Vec3::new(0.1, 0.45, 0.0),
+            Quat::IDENTITY,
+        );
+        assert!((d.normal - Vec3::Y).length() < 1e-5 && (d.points[0].separation + 0.25).abs() < 1e-5);
+    }
+
+    #[test]
+    fn hull_pairs_produce_face_manifolds() {
+        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
+        // A hull resting on a box: some contacts, all within the margin, normal up.
+        let poly = hull.polytope().unwrap();
+        let lowest = poly.vertices.iter().map(|v| v.y).fold(f32::MAX, f32::min);
+        let m = contacts(
+            unit_box(),
+            Vec3::ZERO,
+            Quat::IDENTITY,
+            hull.clone(),
+            Vec3::new(0.0, 0.5 - lowest - 0.001, 0.0),
+            Quat::IDENTITY,
+        );
+        assert!(m.count >= 1);
+        assert!(m.normal.y > 0.9, "{}", m.normal);
+        for p in &m.points[..m.count] {
+            assert!(p.separation < 0.02 && p.separation > -0.01, "{}", p.separation);
+        }
+    }
+}

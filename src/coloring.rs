@@ -1,0 +1,217 @@
+//! Graph coloring of constraints, the algorithm both backends run.
+//!
+//! A constraint joins two bodies; only dynamic bodies are vertices of the conflict graph
+//! (static and kinematic bodies have infinite mass and can be shared freely, so the ground costs
+//! no colors). Two constraints conflict when they share a dynamic body. The coloring is
+//! deterministic and parallel, in rounds that each map to a few GPU dispatches:
+//!
+//! 1. seeds (last step's colors) are kept unless a lower-indexed constraint on a shared body has
+//!    the same color;
+//! 2. each round, every uncolored constraint takes one of the lowest few colors that no colored
+//!    constraint on its bodies holds (a per-body mask, gathered), chosen by a hash of its index
+//!    and the round so that neighbours rarely pick the same one, then conflicts are resolved as
+//!    in 1 (taking simply the lowest free color makes all neighbours collide on it and colors one
+//!    of them per round);
+//! 3. after the last round, uncolored constraints overflow (to mass-splitting Jacobi).
+//!
+//! Every decision reads a snapshot of the previous pass, so a GPU running each pass as one
+//! dispatch computes exactly these colors.
+
+/// `u32::MAX`: no color (overflow).
+pub const NO_COLOR: u32 = u32::MAX;
+
+/// Reusable buffers of [`color_graph`].
+#[derive(Clone, Debug, Default)]
+pub struct ColoringScratch {
+    offsets: Vec<u32>,
+    adjacency: Vec<u32>,
+    masks: Vec<u32>,
+    before: Vec<u32>,
+}
+
+impl ColoringScratch {
+    /// The constraints touching dynamic body `body`, ascending, from the last call.
+    pub fn constraints_of(&self, body: usize) -> &[u32] {
+        &self.adjacency[self.offsets[body] as usize..self.offsets[body + 1] as usize]
+    }
+}
+
+/// Colors `constraints` (pairs of body indices) over `dynamic.len()` bodies in place of
+/// `colors`, which holds the seeds (or [`NO_COLOR`]) on entry. Colors are below `max_colors`
+/// (at most 32); constraints left without one after `rounds` rounds get [`NO_COLOR`].
+pub fn color_graph(
+    constraints: &[[u32; 2]],
+    dynamic: &[bool],
+    max_colors: u32,
+    rounds: u32,
+    colors: &mut [u32],
+    scratch: &mut ColoringScratch,
+) {
+    let bodies = dynamic.len();
+    // Body -> constraints (CSR, ascending) by counting sort.
+    let s = scratch;
+    s.offsets.clear();
+    s.offsets.resize(bodies + 1, 0);
+    for pair in constraints {
+        for &body in pair {
+            if dynamic[body as usize] {
+                s.offsets[body as usize + 1] += 1;
+            }
+        }
+    }
+    for i in 0..bodies {
+        s.offsets[i + 1] += s.offsets[i];
+    }
+    s.adjacency.clear();
+    s.adjacency.resize(s.offsets[bodies] as usize, 0);
+    s.masks.clear();
+    s.masks.resize(bodies, 0);
+    for (i, pair) in constraints.iter().enumerate() {
+        for &body in pair {
+            if dynamic[body as usize] {
+                let at = s.offsets[body as usize] + s.masks[body as usize];
+                s.adjacency[at as usize] = i as u32;
+                s.masks[body as usize] += 1;
+            }
+        }
+    }
+    let palette = if max_colors >= 32 { u32::MAX } else { (1u32 << max_colors) - 1 };
+    for c in colors.iter_mut() {
+        if *c >= max_colors {
+            *c = NO_COLOR;
+        }
+    }
+    if rounds == 0 {
+        colors.fill(NO_COLOR);
+        return;
+    }
+    resolve_conflicts(constraints, dynamic, colors, s);
+    for round in 0..rounds {
+        // Masks of the colors held on each body.
+        for body in 0..bodies {
+            let mut mask = 0;
+            for &i in &s.adjacency[s.offsets[body] as usize..s.offsets[body + 1] as usize] {
+                if colors[i as usize] != NO_COLOR {
+                    mask |= 1 << colors[i as usize];
+                }
+            }
+            s.masks[body] = mask;
+        }
+        for (i, pair) in constraints.iter().enumerate() {
+            if colors[i] != NO_COLOR {
+                continue;
+            }
+            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | s.masks[b as usize]);
+            let free = !used & palette;
+            if free != 0 {
+                colors[i] = pick(free, i as u32, round);
+            }
+        }
+        resolve_conflicts(constraints, dynamic, colors, s);
+    }
+}
+
+/// How many of the lowest free colors a constraint chooses among.
+pub const COLOR_SPREAD: u32 = 4;
+
+/// One of the lowest `COLOR_SPREAD` set bits of `free` (non-zero), chosen by a hash of the
+/// constraint and the round.
+pub fn pick(free: u32, constraint: u32, round: u32) -> u32 {
+    let hash = (constraint ^ round.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b);
+    let skip = (hash >> 16) % COLOR_SPREAD.min(free.count_ones());
+    let mut bits = free;
+    for _ in 0..skip {
+        bits &= bits - 1;
+    }
+    bits.trailing_zeros()
+}
+
+/// A constraint loses its color when a lower-indexed constraint on one of its dynamic bodies
+/// has the same color (decided on a snapshot).
+fn resolve_conflicts(constraints: &[[u32; 2]], dynamic: &[bool], colors: &mut [u32], s: &mut ColoringScratch) {
+    s.before.clear();
+    s.before.extend_from_slice(colors);
+    for (i, pair) in constraints.iter().enumerate() {
+        let c = s.before[i];
+        if c == NO_COLOR {
+            continue;
+        }
+        for &body in pair {
+            if !dynamic[body as usize] {
+                continue;
+            }
+            let list = &s.adjacency[s.offsets[body as usize] as usize..s.offsets[body as usize + 1] as usize];
+            if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| s.before[j as usize] == c) {
+                colors[i] = NO_COLOR;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenes::Lcg;
+
+    /// No color holds two constraints on one dynamic body; every constraint has a color or
+    /// overflows.
+    fn check(constraints: &[[u32; 2]], dynamic: &[bool], colors: &[u32], max_colors: u32) {
+        for (i, a) in constraints.iter().enumerate() {
+            assert!(colors[i] == NO_COLOR || colors[i] < max_colors);
+            for (j, b) in constraints.iter().enumerate().skip(i + 1) {
+                let shared = a.iter().any(|x| dynamic[*x as usize] && b.contains(x));
+                assert!(
+                    !(shared && colors[i] != NO_COLOR && colors[i] == colors[j]),
+                    "{i} and {j} share a body and color {}",
+                    colors[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_graphs_are_colored_validly() {
+        let mut rng = Lcg(3);
+        for trial in 0..20 {
+            let bodies = 50 + trial * 10;
+            let dynamic: Vec<bool> = (0..bodies).map(|i| i % 7 != 0).collect();
+            let constraints: Vec<[u32; 2]> = (0..bodies * 3)
+                .map(|_| {
+                    let a = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                    let b = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                    [a.min(b), a.max(b).max(a.min(b) + 1)]
+                })
+                .collect();
+            let mut colors = vec![NO_COLOR; constraints.len()];
+            let mut scratch = ColoringScratch::default();
+            color_graph(&constraints, &dynamic, 24, 8, &mut colors, &mut scratch);
+            check(&constraints, &dynamic, &colors, 24);
+            let overflow = colors.iter().filter(|c| **c == NO_COLOR).count();
+            assert!(overflow * 20 < constraints.len(), "trial {trial}: {overflow} of {} overflow", constraints.len());
+            // Seeded with its own result, the coloring is a fixed point.
+            let mut again = colors.clone();
+            color_graph(&constraints, &dynamic, 24, 1, &mut again, &mut scratch);
+            assert!(again.iter().filter(|c| **c == NO_COLOR).count() <= overflow);
+            for (a, b) in colors.iter().zip(&again) {
+                assert!(*a == NO_COLOR || a == b, "a seeded color changed");
+            }
+        }
+    }
+
+    #[test]
+    fn a_star_overflows_beyond_the_cap_and_static_hubs_cost_nothing() {
+        // 300 constraints on one dynamic hub: only max_colors of them can be colored.
+        let dynamic = vec![true; 301];
+        let constraints: Vec<[u32; 2]> = (1..=300).map(|i| [0, i]).collect();
+        let mut colors = vec![NO_COLOR; 300];
+        color_graph(&constraints, &dynamic, 24, 40, &mut colors, &mut ColoringScratch::default());
+        check(&constraints, &dynamic, &colors, 24);
+        assert_eq!(colors.iter().filter(|c| **c != NO_COLOR).count(), 24);
+        // A static hub is no vertex: one round colors all 300, among the lowest few colors.
+        let mut dynamic = dynamic;
+        dynamic[0] = false;
+        let mut colors = vec![NO_COLOR; 300];
+        color_graph(&constraints, &dynamic, 24, 1, &mut colors, &mut ColoringScratch::default());
+        assert!(colors.iter().all(|c| *c < COLOR_SPREAD));
+    }
+}

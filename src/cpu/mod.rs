@@ -1,0 +1,220 @@
+//! The CPU reference solver: the same stages as the GPU solver, in the same order, on the same
+//! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
+
+mod contacts;
+mod stages;
+
+use glam::{Vec3, Vec4};
+
+use crate::body::{BodyHandle, BodyState};
+use crate::error::{Error, Result, check_finite};
+use crate::layout::{
+    BodyFrame, GpuBody, GpuBodyProps, GpuPlane, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC,
+    Packed, StepParams,
+};
+use crate::solver::{Solver, StepStats};
+use crate::world::World;
+
+use contacts::{BodyView, ContactState, Pass};
+use stages::Buffers;
+
+/// Steps a [`World`] on the CPU.
+#[derive(Clone, Debug)]
+pub struct CpuSolver {
+    params: StepParams,
+    bodies: Vec<GpuBody>,
+    props: Vec<GpuBodyProps>,
+    shapes: Vec<GpuShape>,
+    geometry: Vec<Vec4>,
+    topology: Vec<u32>,
+    planes: Vec<GpuPlane>,
+    frames: Vec<BodyFrame>,
+    solver_bodies: Vec<GpuSolverBody>,
+    contacts: Vec<GpuStaticContact>,
+    contacts_state: ContactState,
+    steps: u64,
+}
+
+impl CpuSolver {
+    /// Builds a solver for `world`'s current bodies and planes.
+    pub fn new(world: &World) -> Result<Self> {
+        let Packed { params, bodies, props, shapes, geometry, topology, planes, frames, slot_count } =
+            Packed::new(world);
+        Ok(Self {
+            solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
+            contacts: vec![GpuStaticContact::default(); slot_count as usize],
+            params,
+            bodies,
+            props,
+            shapes,
+            geometry,
+            topology,
+            planes,
+            frames,
+            contacts_state: ContactState::default(),
+            steps: 0,
+        })
+    }
+
+    /// The internal body states (centre of mass, principal frame), for comparisons with the GPU.
+    pub fn raw_bodies(&self) -> &[GpuBody] {
+        &self.bodies
+    }
+
+    fn buffers(&mut self) -> Buffers<'_> {
+        Buffers {
+            params: &self.params,
+            bodies: &mut self.bodies,
+            props: &self.props,
+            shapes: &self.shapes,
+            geometry: &self.geometry,
+            planes: &self.planes,
+            solver_bodies: &mut self.solver_bodies,
+            contacts: &mut self.contacts,
+        }
+    }
+
+    fn body_view(&mut self) -> BodyView<'_> {
+        BodyView {
+            params: &self.params,
+            bodies: &mut self.bodies,
+            props: &self.props,
+            shapes: &self.shapes,
+            geometry: &self.geometry,
+            topology: &self.topology,
+            solver_bodies: &self.solver_bodies,
+        }
+    }
+
+    fn manifold_passes(&mut self, pass: Pass, times: u32) {
+        let mut cs = std::mem::take(&mut self.contacts_state);
+        let mut view = self.body_view();
+        for _ in 0..times {
+            contacts::solve_manifolds(&mut view, &mut cs, pass);
+        }
+        self.contacts_state = cs;
+    }
+
+    /// The body-body manifolds of the last step (for tests and debugging).
+    pub fn manifolds(&self) -> &[crate::layout::GpuManifold] {
+        &self.contacts_state.manifolds
+    }
+
+    /// The colors of the last step: for each color the manifold indices it holds, then the
+    /// overflow solved by Jacobi.
+    pub fn color_buckets(&self) -> (Vec<Vec<u32>>, Vec<u32>) {
+        let cs = &self.contacts_state;
+        let colors = self.params.max_colors as usize;
+        if cs.color_offsets.len() < colors + 2 {
+            return (vec![Vec::new(); colors], Vec::new());
+        }
+        let bucket = |c: usize| cs.colored[cs.color_offsets[c] as usize..cs.color_offsets[c + 1] as usize].to_vec();
+        ((0..colors).map(bucket).collect(), bucket(colors))
+    }
+
+    fn handle(&self, body: BodyHandle) -> Result<usize> {
+        let count = self.bodies.len() as u32;
+        if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
+    }
+}
+
+impl Solver for CpuSolver {
+    fn backend(&self) -> String {
+        "cpu".into()
+    }
+
+    fn step(&mut self) {
+        let p = self.params;
+        let bodies = p.body_contacts != 0;
+        stages::narrow_phase(&mut self.buffers());
+        if bodies {
+            let mut cs = std::mem::take(&mut self.contacts_state);
+            let view = self.body_view();
+            contacts::broad_phase(&view, &mut cs);
+            contacts::collide_pairs(&view, &mut cs);
+            contacts::color(&view, &mut cs);
+            self.contacts_state = cs;
+        }
+        for _ in 0..p.substeps {
+            stages::integrate_velocities(&mut self.buffers());
+            // Every warm start precedes every solve: the manifolds' first, then the planes'
+            // inside `solve_static`, so the ground feels the weight of what rests on it.
+            if bodies {
+                self.manifold_passes(Pass::WarmStart, 1);
+            }
+            stages::solve_static(&mut self.buffers());
+            if bodies {
+                self.manifold_passes(Pass::Solve(true), p.iterations);
+            }
+            stages::integrate_positions(&mut self.buffers());
+            if p.relax_iterations > 0 {
+                stages::relax_static(&mut self.buffers());
+                if bodies {
+                    self.manifold_passes(Pass::Solve(false), p.relax_iterations);
+                }
+            }
+        }
+        stages::restitution(&mut self.buffers());
+        if bodies {
+            self.manifold_passes(Pass::Restitution, 1);
+        }
+        self.steps += 1;
+    }
+
+    fn step_many(&mut self, n: u32) {
+        for _ in 0..n {
+            self.step();
+        }
+    }
+
+    fn steps_taken(&self) -> u64 {
+        self.steps
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn body_states(&mut self) -> Result<Vec<BodyState>> {
+        Ok(self.bodies.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+    }
+
+    fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
+        let i = self.handle(body)?;
+        Ok(self.frames[i].user_state(&self.bodies[i]))
+    }
+
+    fn stats(&mut self) -> Result<StepStats> {
+        let total = self.bodies.iter().zip(&self.props).fold(GpuStats::default(), |acc, (b, pr)| {
+            let s = stages::body_stats(&self.params, b, pr, &self.shapes, &self.geometry, &self.planes, &self.contacts);
+            GpuStats {
+                kinetic_energy: acc.kinetic_energy + s.kinetic_energy,
+                max_penetration: acc.max_penetration.max(s.max_penetration),
+                contacts: acc.contacts + s.contacts,
+                dynamic_bodies: acc.dynamic_bodies + s.dynamic_bodies,
+            }
+        });
+        let cs = std::mem::take(&mut self.contacts_state);
+        let (count, deepest) = contacts::manifold_stats(&self.body_view(), &cs);
+        self.contacts_state = cs;
+        let total =
+            GpuStats { contacts: total.contacts + count, max_penetration: total.max_penetration.max(deepest), ..total };
+        let mut stats = crate::solver::stats_from(&self.params, self.steps, total);
+        let (colors, overflow) = self.color_buckets();
+        stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
+        stats.overflow = overflow.len() as u32;
+        Ok(stats)
+    }
+
+    fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
+        let i = self.handle(body)?;
+        check_finite("linear velocity", linear, linear.is_finite())?;
+        check_finite("angular velocity", angular, angular.is_finite())?;
+        if self.props[i].kind == KIND_STATIC {
+            return Err(Error::StaticBody { index: body.0 });
+        }
+        self.bodies[i].linear_velocity = linear;
+        self.bodies[i].angular_velocity = angular;
+        Ok(())
+    }
+}

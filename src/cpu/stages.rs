@@ -1,0 +1,541 @@
+//! The stages of a step on the CPU, each the twin of the WGSL entry point of the same name.
+//! Bodies are independent in every stage here (each owns its static contacts), so each stage
+//! is a loop over bodies whose body is the kernel's body, in the same order of operations.
+
+use glam::{Mat3, Quat, Vec3};
+
+use crate::layout::{
+    GpuBody, GpuBodyProps, GpuPlane, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_DYNAMIC, KIND_STATIC,
+    StepParams,
+};
+use crate::math::{
+    kinetic_energy, mat3_inverse, quat_exp, quat_mul, quat_normalize, rotate, rotate_inv, tangent_basis,
+    world_inverse_inertia,
+};
+
+/// Everything a stage reads or writes: the CPU's view of the GPU's bind group.
+pub(crate) struct Buffers<'a> {
+    pub params: &'a StepParams,
+    pub bodies: &'a mut [GpuBody],
+    pub props: &'a [GpuBodyProps],
+    pub shapes: &'a [GpuShape],
+    pub geometry: &'a [glam::Vec4],
+    pub planes: &'a [GpuPlane],
+    pub solver_bodies: &'a mut [GpuSolverBody],
+    pub contacts: &'a mut [GpuStaticContact],
+}
+
+fn is_dynamic(props: &GpuBodyProps) -> bool {
+    props.kind == KIND_DYNAMIC
+}
+
+/// Vertex-versus-plane detection and contact preparation (seed 000: every core point of a
+/// body against every static plane). A slot becomes active when its support point is within
+/// the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
+/// impulses if it was active then (warm starting by feature key = slot). Also freezes the
+/// world inverse inertia for the step and clears the step deltas of every body that moves.
+pub(crate) fn narrow_phase(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        let sh = buf.shapes[pr.shape as usize];
+        if pr.kind == KIND_STATIC {
+            continue;
+        }
+        let b = buf.bodies[i];
+        let dynamic = is_dynamic(&pr);
+        let inv_inertia_world = world_inverse_inertia(b.orientation, pr.inv_inertia);
+        buf.solver_bodies[i] = GpuSolverBody {
+            inv_inertia_world: [
+                inv_inertia_world.x_axis.extend(0.0),
+                inv_inertia_world.y_axis.extend(0.0),
+                inv_inertia_world.z_axis.extend(0.0),
+            ],
+            delta_position: Vec3::ZERO,
+            start_kinetic_energy: if dynamic {
+                kinetic_energy(b.inv_mass, pr.inv_inertia, b.orientation, b.linear_velocity, b.angular_velocity)
+            } else {
+                0.0
+            },
+            delta_rotation: Quat::IDENTITY,
+        };
+        if !dynamic {
+            continue;
+        }
+        for plane_index in 0..p.plane_count {
+            let plane = buf.planes[plane_index as usize];
+            let n = plane.normal;
+            let (t1, t2) = tangent_basis(n);
+            let friction = (pr.friction * plane.friction).sqrt();
+            let restitution = pr.restitution.max(plane.restitution);
+            for k in 0..sh.point_count {
+                let slot = (pr.slot_offset + plane_index * sh.point_count + k) as usize;
+                let old = buf.contacts[slot];
+                let core = rotate(b.orientation, buf.geometry[(sh.first_point + k) as usize].truncate());
+                let r = core - n * sh.radius;
+                let separation = n.dot(b.position + r) - plane.offset;
+                let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
+                let margin = p.speculative_distance + (-vn).max(0.0) * p.dt;
+                if separation >= margin {
+                    // Most slots stay empty step after step: write only when one empties.
+                    if old.in_contact != 0 {
+                        buf.contacts[slot] = GpuStaticContact::default();
+                    }
+                    continue;
+                }
+                let warm = if old.in_contact == 1 { p.warm_start_scale } else { 0.0 };
+                let rn = r.cross(n);
+                let k_normal = b.inv_mass + rn.dot(inv_inertia_world * rn);
+                let rt1 = r.cross(t1);
+                let rt2 = r.cross(t2);
+                let k11 = b.inv_mass + rt1.dot(inv_inertia_world * rt1);
+                let k12 = rt1.dot(inv_inertia_world * rt2);
+                let k22 = b.inv_mass + rt2.dot(inv_inertia_world * rt2);
+                buf.contacts[slot] = GpuStaticContact {
+                    anchor: r,
+                    base_separation: separation - n.dot(core),
+                    normal_mass: 1.0 / k_normal,
+                    tangent_mass: 1.0 / largest_eigenvalue(k11, k12, k22),
+                    restitution_impulse: 0.0,
+                    _pad1: 0.0,
+                    normal_impulse: warm * old.normal_impulse,
+                    tangent_impulse_1: warm * old.tangent_impulse_1,
+                    tangent_impulse_2: warm * old.tangent_impulse_2,
+                    max_normal_impulse: 0.0,
+                    approach_velocity: approach_velocity(vn, separation, n.dot(p.gravity)),
+                    friction,
+                    restitution,
+                    in_contact: 1,
+                };
+            }
+        }
+    }
+}
+
+/// The larger eigenvalue of the symmetric 2x2 matrix `[[a, b], [b, c]]`.
+#[inline]
+pub(crate) fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {
+    let half_diff = 0.5 * (a - c);
+    0.5 * (a + c) + (half_diff * half_diff + b * b).sqrt()
+}
+
+/// The normal velocity at the moment of impact of a point `separation` away, closing at `vn`
+/// under the normal acceleration `gravity_n` (seed 003: integrate to the time of contact):
+/// `-sqrt(vn² - 2 g_n s)` when the gap is open and closing, else `vn`. Restitution bounces
+/// this speed back, so a ball released from height `H` returns to `e² H` whatever the phase
+/// of the step in which it lands.
+#[inline]
+pub(crate) fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
+    if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 { -(vn * vn - 2.0 * gravity_n * separation).sqrt() } else { vn }
+}
+
+/// Unconstrained velocities for one substep: gravity, damping, and the gyroscopic term of
+/// Euler's equations `I ω' = -ω x I ω` in the principal frame, integrated by the implicit
+/// midpoint rule: `ω1 = 2 ωm - ω0` with `I (ωm - ω0) + (h/2) ωm x I ωm = 0`, solved by two
+/// Newton steps from `ω0`. The midpoint rule keeps both quadratic invariants of the torque-free
+/// body, `|I ω|` and `ωᵀ I ω`; the explicit term of seed 000 gains energy until the body spins
+/// up, and backward Euler (Catto, GDC 2015) loses about 5 % of the angular momentum of a
+/// tumbling box over 10 s.
+pub(crate) fn integrate_velocities(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        if !is_dynamic(&pr) {
+            continue;
+        }
+        let b = &mut buf.bodies[i];
+        let h = p.h;
+        let v = (b.linear_velocity + h * p.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
+        let inertia = pr.inv_inertia.recip();
+        let w0 = rotate_inv(b.orientation, b.angular_velocity);
+        let half_h = 0.5 * h;
+        let mut wm = w0;
+        for _ in 0..2 {
+            let iw = inertia * wm;
+            let residual = inertia * (wm - w0) + half_h * wm.cross(iw);
+            let col = |e: Vec3, ie: f32| e * ie + half_h * (ie * wm.cross(e) - iw.cross(e));
+            let jacobian = Mat3::from_cols(col(Vec3::X, inertia.x), col(Vec3::Y, inertia.y), col(Vec3::Z, inertia.z));
+            wm -= mat3_inverse(jacobian) * residual;
+        }
+        let mut w = rotate(b.orientation, 2.0 * wm - w0) * (1.0 / (1.0 + h * pr.angular_damping));
+        let angle = w.length() * h;
+        if angle > p.max_rotation {
+            w *= p.max_rotation / angle;
+        }
+        b.linear_velocity = v;
+        b.angular_velocity = w;
+    }
+}
+
+/// Positions and orientations for one substep: `x += h v`, `q = exp(h ω) q` (exponential
+/// map, seed 000), and the same motion accumulated in the step deltas. Kinematic bodies move
+/// too; static bodies do not.
+pub(crate) fn integrate_positions(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        if pr.kind == KIND_STATIC {
+            continue;
+        }
+        let b = &mut buf.bodies[i];
+        let dx = p.h * b.linear_velocity;
+        let dq = quat_exp(p.h * b.angular_velocity);
+        b.position += dx;
+        b.orientation = quat_normalize(quat_mul(dq, b.orientation));
+        let sb = &mut buf.solver_bodies[i];
+        sb.delta_position += dx;
+        sb.delta_rotation = quat_normalize(quat_mul(dq, sb.delta_rotation));
+    }
+}
+
+/// A body's velocity while its contacts are being solved.
+struct Motion {
+    v: Vec3,
+    w: Vec3,
+    inv_mass: f32,
+    inv_inertia: Mat3,
+}
+
+impl Motion {
+    #[inline]
+    fn apply(&mut self, r: Vec3, impulse: Vec3) {
+        self.v += self.inv_mass * impulse;
+        self.w += self.inv_inertia * r.cross(impulse);
+    }
+}
+
+fn motion(b: &GpuBody, sb: &GpuSolverBody) -> Motion {
+    let [c0, c1, c2] = sb.inv_inertia_world;
+    Motion {
+        v: b.linear_velocity,
+        w: b.angular_velocity,
+        inv_mass: b.inv_mass,
+        inv_inertia: Mat3::from_cols(c0.truncate(), c1.truncate(), c2.truncate()),
+    }
+}
+
+/// Velocity bias, mass scale and impulse scale of a contact at separation `s`: a speculative
+/// contact (`s > 0`) may close its gap within the substep and no further; a penetrating one is
+/// pushed out by the soft spring (or Baumgarte's bias) in the biased solve only.
+#[inline]
+fn contact_bias(p: &StepParams, s: f32, use_bias: bool) -> (f32, f32, f32) {
+    if s > 0.0 {
+        (s * p.inv_h, 1.0, 0.0)
+    } else if use_bias {
+        let bias = (p.static_bias_rate * (s + p.linear_slop).min(0.0)).max(-p.max_push_velocity);
+        (bias, p.static_mass_scale, p.static_impulse_scale)
+    } else {
+        (0.0, 1.0, 0.0)
+    }
+}
+
+/// The current separation of a contact from the motion since the start of the step. Only the
+/// core point moves with the body: the radius stays along the normal, because the support
+/// point of a round shape is not a material point. (Rotating the whole anchor made a ball
+/// rolling at 80 rad/s look 9 cm above the floor by the last substep, so it sank into it.)
+#[inline]
+fn separation(sb: &GpuSolverBody, c: &GpuStaticContact, n: Vec3, radius: f32) -> f32 {
+    let core = c.anchor + n * radius;
+    c.base_separation + n.dot(sb.delta_position + rotate(sb.delta_rotation, core))
+}
+
+/// The contact's current lever arm: the support point of the core point as turned by the
+/// motion since the start of the step, relative to the centre of mass.
+#[inline]
+fn lever(sb: &GpuSolverBody, c: &GpuStaticContact, n: Vec3, radius: f32) -> Vec3 {
+    rotate(sb.delta_rotation, c.anchor + n * radius) - n * radius
+}
+
+/// The coarse correction of `solve_contacts`: an exact line search of the contact problem
+/// along "the same impulse on every contact of this plane". With `u = (1, ..., 1) / k` the
+/// step is `-(v_n,c + b_c) / (k K_c)` per contact, where `v_n,c`, `b_c` and `K_c` are the
+/// normal velocity, bias and inverse effective mass at the contacts' centroid; the soft
+/// constraint scales and bleeds it as it does a single contact. The search stays feasible: a
+/// push goes to every active contact, a pull only to the loaded ones and never below zero.
+/// At a solution of the contact problem the step is zero, so it accelerates the sweep without
+/// changing what it converges to.
+fn coarse_correction(
+    p: &StepParams,
+    sb: &GpuSolverBody,
+    n: Vec3,
+    radius: f32,
+    group: &mut [GpuStaticContact],
+    m: &mut Motion,
+    use_bias: bool,
+) {
+    // Centroid step over the contacts `member` selects: (step per contact, smallest impulse).
+    let step = |group: &[GpuStaticContact], m: &Motion, member: &dyn Fn(&GpuStaticContact) -> bool| {
+        let (mut count, mut r_sum, mut s_sum, mut j_sum, mut j_min) = (0.0_f32, Vec3::ZERO, 0.0_f32, 0.0_f32, f32::MAX);
+        for c in group.iter().filter(|c| c.in_contact == 1 && member(c)) {
+            count += 1.0;
+            r_sum += lever(sb, c, n, radius);
+            s_sum += separation(sb, c, n, radius);
+            j_sum += c.normal_impulse;
+            j_min = j_min.min(c.normal_impulse);
+        }
+        if count < 2.0 {
+            return (0.0, 0.0);
+        }
+        let rc = r_sum / count;
+        let (bias, mass_scale, impulse_scale) = contact_bias(p, s_sum / count, use_bias);
+        let rn = rc.cross(n);
+        let mass = 1.0 / (m.inv_mass + rn.dot(m.inv_inertia * rn));
+        let vn = n.dot(m.v + m.w.cross(rc));
+        ((-mass * mass_scale * (vn + bias) - impulse_scale * j_sum) / count, j_min)
+    };
+    let (mut share, _) = step(group, m, &|_| true);
+    let loaded = |c: &GpuStaticContact| c.normal_impulse > 0.0;
+    if share < 0.0 {
+        let (pull, j_min) = step(group, m, &loaded);
+        share = pull.clamp(-j_min, 0.0);
+    }
+    if share == 0.0 {
+        return;
+    }
+    for c in group.iter_mut().filter(|c| c.in_contact == 1 && (share > 0.0 || c.normal_impulse > 0.0)) {
+        c.normal_impulse += share;
+        c.max_normal_impulse = c.max_normal_impulse.max(share);
+        m.apply(lever(sb, c, n, radius), share * n);
+    }
+}
+
+/// A body's static-contact slots: `plane_count * point_count` of them, plane-major.
+fn body_slots<'a>(
+    contacts: &'a mut [GpuStaticContact],
+    p: &StepParams,
+    pr: &GpuBodyProps,
+    sh: &GpuShape,
+) -> &'a mut [GpuStaticContact] {
+    &mut contacts[pr.slot_offset as usize..][..(p.plane_count * sh.point_count) as usize]
+}
+
+/// One projected Gauss-Seidel sweep over a body's static contacts (seeds 000 and 001): every
+/// normal impulse `a = max(0, a - m (v_n + bias))` with accumulated impulses, then every
+/// friction impulse clamped to the disk `|j_t| <= μ j_n`.
+///
+/// Friction is a projected-gradient step `j_t = P_disk(j_t - v_t / λmax(K_t))` rather than a
+/// 2x2 Newton step followed by the same projection. Maximum dissipation (seed 001) asks for the
+/// impulse in the disk that minimizes the kinetic energy `½ jᵀ K j + v_tᵀ j`; the projected
+/// gradient with step `1/λmax` converges to exactly that, while projecting the Newton step in
+/// the Euclidean metric does not when `K_t` is anisotropic (a contact far from the centre of
+/// mass): it tilts the sliding impulse away from the slip and weakens friction (a box on an
+/// incline slid 7 % too fast). A sticking contact reaches the same impulse either way.
+///
+/// Each plane's contacts are first solved as one constraint through their centroid whose
+/// impulse is shared equally (only when that pushes), then point by point. Four coplanar contacts make a
+/// degenerate problem on which one sweep of Gauss-Seidel converges slowly and lopsidedly: a box
+/// landing flat at 4 m/s was stopped corner by corner, spun, and friction turned the spin into
+/// 4 mm of sideways drift. The centroid step stops a flat landing exactly and symmetrically.
+fn solve_contacts(
+    p: &StepParams,
+    sb: &GpuSolverBody,
+    planes: &[GpuPlane],
+    contacts: &mut [GpuStaticContact],
+    sh: &GpuShape,
+    m: &mut Motion,
+    use_bias: bool,
+) {
+    for plane_index in 0..p.plane_count {
+        let n = planes[plane_index as usize].normal;
+        let group = &mut contacts[(plane_index * sh.point_count) as usize..][..sh.point_count as usize];
+        coarse_correction(p, sb, n, sh.radius, group, m, use_bias);
+        for k in 0..sh.point_count {
+            let c = &mut contacts[(plane_index * sh.point_count + k) as usize];
+            if c.in_contact == 0 {
+                continue;
+            }
+            let r = lever(sb, c, n, sh.radius);
+            let s = separation(sb, c, n, sh.radius);
+            let (bias, mass_scale, impulse_scale) = contact_bias(p, s, use_bias);
+            let vn = n.dot(m.v + m.w.cross(r));
+            let impulse = -c.normal_mass * mass_scale * (vn + bias) - impulse_scale * c.normal_impulse;
+            let new_impulse = (c.normal_impulse + impulse).max(0.0);
+            let applied = new_impulse - c.normal_impulse;
+            c.normal_impulse = new_impulse;
+            c.max_normal_impulse = c.max_normal_impulse.max(applied);
+            m.apply(r, applied * n);
+        }
+    }
+    for plane_index in 0..p.plane_count {
+        let n = planes[plane_index as usize].normal;
+        let (t1, t2) = tangent_basis(n);
+        for k in 0..sh.point_count {
+            let c = &mut contacts[(plane_index * sh.point_count + k) as usize];
+            if c.in_contact == 0 {
+                continue;
+            }
+            let r = lever(sb, c, planes[plane_index as usize].normal, sh.radius);
+            let dv = m.v + m.w.cross(r);
+            let mut j1 = c.tangent_impulse_1 - c.tangent_mass * t1.dot(dv);
+            let mut j2 = c.tangent_impulse_2 - c.tangent_mass * t2.dot(dv);
+            let max_friction = c.friction * c.normal_impulse;
+            let len_sq = j1 * j1 + j2 * j2;
+            if len_sq > max_friction * max_friction {
+                let scale = max_friction / len_sq.sqrt();
+                j1 *= scale;
+                j2 *= scale;
+            }
+            let (d1, d2) = (j1 - c.tangent_impulse_1, j2 - c.tangent_impulse_2);
+            c.tangent_impulse_1 = j1;
+            c.tangent_impulse_2 = j2;
+            m.apply(r, d1 * t1 + d2 * t2);
+        }
+    }
+}
+
+/// Warm start, then `iterations` biased sweeps over each body's static contacts. One body
+/// per thread on the GPU: exact Gauss-Seidel for that body and no races.
+pub(crate) fn solve_static(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        let sh = buf.shapes[pr.shape as usize];
+        if !is_dynamic(&pr) {
+            continue;
+        }
+        let sb = buf.solver_bodies[i];
+        let mut m = motion(&buf.bodies[i], &sb);
+        // Warm start: last substep's (or last step's) accumulated impulses.
+        for plane_index in 0..p.plane_count {
+            let n = buf.planes[plane_index as usize].normal;
+            let (t1, t2) = tangent_basis(n);
+            for k in 0..sh.point_count {
+                let c = buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
+                if c.in_contact == 0 {
+                    continue;
+                }
+                m.apply(
+                    lever(&sb, &c, n, sh.radius),
+                    c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2,
+                );
+            }
+        }
+        for _ in 0..p.iterations {
+            solve_contacts(p, &sb, buf.planes, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, true);
+        }
+        buf.bodies[i].linear_velocity = m.v;
+        buf.bodies[i].angular_velocity = m.w;
+    }
+}
+
+/// `relax_iterations` sweeps without bias: removes the push-out velocity of the biased solve
+/// so that it does not turn into bounce (the soft step's relax stage).
+pub(crate) fn relax_static(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        let sh = buf.shapes[pr.shape as usize];
+        if !is_dynamic(&pr) {
+            continue;
+        }
+        let sb = buf.solver_bodies[i];
+        let mut m = motion(&buf.bodies[i], &sb);
+        for _ in 0..p.relax_iterations {
+            solve_contacts(p, &sb, buf.planes, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, false);
+        }
+        buf.bodies[i].linear_velocity = m.v;
+        buf.bodies[i].angular_velocity = m.w;
+    }
+}
+
+/// Restitution after the substeps (seeds 001 and 002): Newton's law `v_n+ = -e v_n-` for the
+/// contacts that closed faster than the threshold and pushed during the step, with `v_n-` the
+/// approach velocity at impact, keeping each accumulated impulse non-negative; then Stronge's
+/// energy hypothesis as a bound. Newton's law alone adds energy when the impact also sticks
+/// (a tumbling box landing on a corner with e = 1 gained 5 % per bounce): the body may give
+/// back at most `e²` of the kinetic energy it lost during the step, `KE_start + m g·Δx - KE`,
+/// so the restitution impulses are scaled by the `α ∈ [0, 1]` that meets that bound. For a
+/// single frictionless contact Newton's law meets it exactly and `α = 1`.
+pub(crate) fn restitution(buf: &mut Buffers) {
+    let p = buf.params;
+    for i in 0..p.body_count as usize {
+        let pr = buf.props[i];
+        let sh = buf.shapes[pr.shape as usize];
+        if !is_dynamic(&pr) {
+            continue;
+        }
+        let sb = buf.solver_bodies[i];
+        let mut m = motion(&buf.bodies[i], &sb);
+        let (v_solved, w_solved) = (m.v, m.w);
+        let mut max_restitution = 0.0_f32;
+        for plane_index in 0..p.plane_count {
+            let n = buf.planes[plane_index as usize].normal;
+            for k in 0..sh.point_count {
+                let c = &mut buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
+                if c.in_contact == 0
+                    || c.restitution == 0.0
+                    || c.approach_velocity > -p.restitution_threshold
+                    || c.max_normal_impulse == 0.0
+                {
+                    continue;
+                }
+                let r = lever(&sb, c, n, sh.radius);
+                let vn = n.dot(m.v + m.w.cross(r));
+                let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
+                let new_impulse = (c.normal_impulse + impulse).max(0.0);
+                let applied = new_impulse - c.normal_impulse;
+                c.normal_impulse = new_impulse;
+                c.max_normal_impulse = c.max_normal_impulse.max(applied);
+                c.restitution_impulse = applied;
+                max_restitution = max_restitution.max(c.restitution);
+                m.apply(r, applied * n);
+            }
+        }
+        if max_restitution == 0.0 {
+            continue;
+        }
+        // Stronge bound: KE(α) = KE_solved + α B + α² A must not exceed KE_solved + e² ΔKE.
+        let b = buf.bodies[i];
+        let q = b.orientation;
+        let ke_solved = kinetic_energy(b.inv_mass, pr.inv_inertia, q, v_solved, w_solved);
+        let ke_start = sb.start_kinetic_energy + p.gravity.dot(sb.delta_position) / b.inv_mass;
+        let budget = max_restitution * max_restitution * (ke_start - ke_solved).max(0.0);
+        let (dv, dw) = (m.v - v_solved, rotate_inv(q, m.w - w_solved));
+        let wb = rotate_inv(q, w_solved);
+        let a = 0.5 * dv.dot(dv) / b.inv_mass + 0.5 * dw.dot(dw / pr.inv_inertia);
+        let bb = v_solved.dot(dv) / b.inv_mass + wb.dot(dw / pr.inv_inertia);
+        if a > 0.0 && a + bb > budget {
+            let alpha = ((-bb + (bb * bb + 4.0 * a * budget).max(0.0).sqrt()) / (2.0 * a)).clamp(0.0, 1.0);
+            m.v = v_solved + alpha * (m.v - v_solved);
+            m.w = w_solved + alpha * (m.w - w_solved);
+            for plane_index in 0..p.plane_count {
+                for k in 0..sh.point_count {
+                    let c = &mut buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
+                    c.normal_impulse -= (1.0 - alpha) * c.restitution_impulse;
+                }
+            }
+        }
+        buf.bodies[i].linear_velocity = m.v;
+        buf.bodies[i].angular_velocity = m.w;
+    }
+}
+
+/// One body's contribution to the step statistics (the `stats_partial` kernel's per-thread work).
+pub(crate) fn body_stats(
+    params: &StepParams,
+    b: &GpuBody,
+    pr: &GpuBodyProps,
+    shapes: &[GpuShape],
+    geometry: &[glam::Vec4],
+    planes: &[GpuPlane],
+    contacts: &[GpuStaticContact],
+) -> GpuStats {
+    if !is_dynamic(pr) {
+        return GpuStats::default();
+    }
+    let sh = shapes[pr.shape as usize];
+    let kinetic_energy =
+        kinetic_energy(b.inv_mass, pr.inv_inertia, b.orientation, b.linear_velocity, b.angular_velocity);
+    let mut max_penetration = 0.0_f32;
+    let mut count = 0;
+    for plane_index in 0..params.plane_count {
+        let plane = planes[plane_index as usize];
+        for k in 0..sh.point_count {
+            let x = b.position + rotate(b.orientation, geometry[(sh.first_point + k) as usize].truncate());
+            let s = plane.normal.dot(x) - sh.radius - plane.offset;
+            max_penetration = max_penetration.max(-s);
+            count += contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize].in_contact;
+        }
+    }
+    GpuStats { kinetic_energy, max_penetration, contacts: count, dynamic_bodies: 1 }
+}

@@ -1,0 +1,130 @@
+//! The crate's error type: every rejected input and every failed GPU request says what and why.
+
+use thiserror::Error;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when describing a world or running a solver.
+///
+/// Bad input is rejected when it enters the crate (`World::add_body`, `World::add_plane`,
+/// `World::new`), so a solver never meets a NaN it did not make itself.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A number that must be finite is NaN or infinite.
+    #[error("{what} must be finite, got {value}")]
+    NonFinite {
+        /// Which quantity, e.g. `"body position"`.
+        what: &'static str,
+        /// The offending value, formatted.
+        value: String,
+    },
+    /// A quantity that must be strictly positive is zero or negative.
+    #[error("{what} must be positive, got {value}")]
+    NonPositive {
+        /// Which quantity, e.g. `"sphere radius"`.
+        what: &'static str,
+        /// The offending value.
+        value: f32,
+    },
+    /// A quantity lies outside its documented range.
+    #[error("{what} must lie in {range}, got {value}")]
+    OutOfRange {
+        /// Which quantity, e.g. `"restitution"`.
+        what: &'static str,
+        /// The allowed range, in words.
+        range: &'static str,
+        /// The offending value.
+        value: f32,
+    },
+    /// A shape has no volume: a hull with fewer than four non-coplanar points, a zero normal.
+    #[error("degenerate shape: {reason}")]
+    DegenerateShape {
+        /// What makes it degenerate.
+        reason: String,
+    },
+    /// A handle that does not name an object of this world.
+    #[error("invalid {what} handle {index} (the world has {count})")]
+    InvalidHandle {
+        /// `"body"` or `"plane"`.
+        what: &'static str,
+        /// The handle's index.
+        index: u32,
+        /// How many such objects exist.
+        count: u32,
+    },
+    /// No wgpu adapter could be found.
+    #[error(
+        "no GPU adapter found ({details}). On Linux without a GPU, install a software adapter: \
+         `apt-get install mesa-vulkan-drivers` (Vulkan lavapipe) or Mesa's EGL/llvmpipe \
+         (`libegl-mesa0`), then select it with WGPU_BACKEND=vulkan or WGPU_BACKEND=gl; \
+         or use the CPU backend"
+    )]
+    NoAdapter {
+        /// What wgpu reported.
+        details: String,
+    },
+    /// The adapter refused to create a device.
+    #[error("could not create a GPU device: {0}")]
+    RequestDevice(String),
+    /// A buffer the scene needs exceeds what the device allows.
+    #[error(
+        "{what} needs {bytes} bytes, over the device limit of {limit} bytes ({limit_name}); \
+         use fewer bodies or a device with larger limits"
+    )]
+    BufferTooLarge {
+        /// Which buffer.
+        what: &'static str,
+        /// Bytes required.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+        /// The wgpu limit's name.
+        limit_name: &'static str,
+    },
+    /// The device's limits are below what the solver's kernels need.
+    #[error("the device allows {available} for {limit_name}; the solver needs {required}")]
+    DeviceLimit {
+        /// The wgpu limit's name.
+        limit_name: &'static str,
+        /// What the solver needs.
+        required: u64,
+        /// What the device allows.
+        available: u64,
+    },
+    /// The backend does not implement a feature the world asks for.
+    #[error("{backend} does not support {feature} yet; use the CPU solver or turn it off")]
+    Unsupported {
+        /// The backend.
+        backend: &'static str,
+        /// The feature.
+        feature: &'static str,
+    },
+    /// Reading results back from the GPU failed.
+    #[error("GPU readback failed: {0}")]
+    Readback(String),
+    /// An operation that needs a body the solver can move (dynamic or kinematic) was given a static one.
+    #[error("body {index} is static and cannot be given a velocity")]
+    StaticBody {
+        /// The body's index.
+        index: u32,
+    },
+}
+
+/// Checks that every component of a value is finite.
+pub(crate) fn check_finite<T: std::fmt::Debug>(what: &'static str, value: T, finite: bool) -> Result<()> {
+    if finite { Ok(()) } else { Err(Error::NonFinite { what, value: format!("{value:?}") }) }
+}
+
+/// Checks that a scalar is finite and strictly positive.
+pub(crate) fn check_positive(what: &'static str, value: f32) -> Result<()> {
+    check_finite(what, value, value.is_finite())?;
+    if value > 0.0 { Ok(()) } else { Err(Error::NonPositive { what, value }) }
+}
+
+/// Checks that a scalar is finite and not negative.
+pub(crate) fn check_non_negative(what: &'static str, value: f32) -> Result<()> {
+    check_finite(what, value, value.is_finite())?;
+    if value >= 0.0 { Ok(()) } else { Err(Error::OutOfRange { what, range: "[0, inf)", value }) }
+}

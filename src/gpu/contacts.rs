@@ -1,0 +1,498 @@
+//! Body-body contacts on the GPU: the buffers, bind groups and pipelines of the contact stages,
+//! and their recording. The stages and their order are those of `CpuSolver::step` with
+//! `src/cpu/contacts.rs`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wgpu::util::DeviceExt;
+
+use super::kernels::{self, Scan, ScanParams, Slot};
+use super::shaders::{STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use crate::error::{Error, Result};
+use crate::layout::{GpuManifold, GpuWorkLayout, StepParams};
+
+/// Buffers the contact stages share with the rest of the solver.
+pub(crate) struct Shared<'a> {
+    pub params: &'a wgpu::Buffer,
+    pub bodies: &'a wgpu::Buffer,
+    pub props: &'a wgpu::Buffer,
+    pub shapes: &'a wgpu::Buffer,
+    pub geometry: &'a wgpu::Buffer,
+    pub topology: &'a wgpu::Buffer,
+    pub solver_bodies: &'a wgpu::Buffer,
+    pub stats: &'a wgpu::Buffer,
+}
+
+struct Pipelines {
+    contacts_begin: wgpu::ComputePipeline,
+    count_pairs: wgpu::ComputePipeline,
+    write_pairs: wgpu::ComputePipeline,
+    collide_pairs: wgpu::ComputePipeline,
+    compact_manifolds: wgpu::ComputePipeline,
+    adjacency_count: wgpu::ComputePipeline,
+    adjacency_offsets: wgpu::ComputePipeline,
+    adjacency_fill: wgpu::ComputePipeline,
+    adjacency_sort: wgpu::ComputePipeline,
+    color_resolve: wgpu::ComputePipeline,
+    color_masks: wgpu::ComputePipeline,
+    color_pick: wgpu::ComputePipeline,
+    bucket_histogram: wgpu::ComputePipeline,
+    bucket_scatter: wgpu::ComputePipeline,
+    bucket_args: wgpu::ComputePipeline,
+    jacobi_split: wgpu::ComputePipeline,
+    /// Per pass (warm start, solve, relax, restitution): the colored and the Jacobi kernel.
+    passes: [(wgpu::ComputePipeline, wgpu::ComputePipeline); 4],
+    jacobi_gather: wgpu::ComputePipeline,
+    manifold_stats: wgpu::ComputePipeline,
+}
+
+/// A manifold pass, as in the CPU path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    WarmStart = 0,
+    Solve = 1,
+    Relax = 2,
+    Restitution = 3,
+}
+
+/// The contact stages' state on the GPU.
+pub(crate) struct GpuContacts {
+    pub layout: GpuWorkLayout,
+    work: wgpu::Buffer,
+    manifolds: [wgpu::Buffer; 2],
+    args: wgpu::Buffer,
+    header_readback: wgpu::Buffer,
+    header_ready: Arc<AtomicBool>,
+    header_mapped: bool,
+    pairs_group: wgpu::BindGroup,
+    manifold_groups: [wgpu::BindGroup; 2],
+    solve_groups: [wgpu::BindGroup; 2],
+    scan_group: wgpu::BindGroup,
+    scan: Scan,
+    pipelines: Pipelines,
+    body_grid: (u32, u32),
+    pair_grid: (u32, u32),
+    manifold_grid: (u32, u32),
+    histogram_grid: (u32, u32),
+    manifold_stats_grid: (u32, u32),
+    max_colors: u32,
+    rounds: u32,
+    /// Pairs and manifolds wanted beyond capacity in the last step read back (0 when they fit).
+    pub dropped: u32,
+}
+
+/// Words of the header at the start of the arena.
+const HEADER: u32 = 16;
+/// Scan slots: pair counts, pair flags, adjacency counts, color histogram.
+const SCAN_PAIRS: u32 = 0;
+const SCAN_FLAGS: u32 = 1;
+const SCAN_ADJACENCY: u32 = 2;
+const SCAN_HISTOGRAM: u32 = 3;
+
+impl GpuContacts {
+    /// Statistics partials the manifolds add for a manifold capacity.
+    pub fn stats_groups(manifold_capacity: u32) -> u32 {
+        manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE)
+    }
+
+    /// Contact stages for `params.body_count` bodies with room for `pair_capacity` pairs and
+    /// `manifold_capacity` manifolds.
+    pub fn new(
+        device: &wgpu::Device,
+        modules: &[(&'static str, wgpu::ShaderModule)],
+        limits: &wgpu::Limits,
+        params: &StepParams,
+        shared: &Shared,
+        pair_capacity: u32,
+        manifold_capacity: u32,
+    ) -> Result<Self> {
+        let n = params.body_count;
+        let buckets = params.max_colors + 1;
+        let histogram_groups = manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE);
+        // Lay the arena out.
+        let mut at = HEADER;
+        let mut region = |words: u32| {
+            let start = at;
+            at += words;
+            start
+        };
+        let mut layout = GpuWorkLayout {
+            body_count: n,
+            pair_capacity,
+            manifold_capacity,
+            buckets,
+            histogram_groups,
+            aabbs: region(8 * n),
+            pair_counts: region(n + 1),
+            pairs: region(2 * pair_capacity),
+            flags: region(pair_capacity + 1),
+            colors: region(manifold_capacity),
+            before: region(manifold_capacity),
+            adjacency_counts: region(n + 1),
+            adjacency: region(2 * manifold_capacity),
+            masks: region(n),
+            split: region(n),
+            histogram: region(buckets * histogram_groups + 1),
+            colored: region(manifold_capacity),
+            bucket_offsets: region(buckets + 1),
+            args: 0,
+            ..GpuWorkLayout::default()
+        };
+        let scans = [
+            (SCAN_PAIRS, layout.pair_counts, n),
+            (SCAN_FLAGS, layout.flags, pair_capacity),
+            (SCAN_ADJACENCY, layout.adjacency_counts, n),
+            (SCAN_HISTOGRAM, layout.histogram, buckets * histogram_groups),
+        ];
+        let sums_words = scans.iter().map(|&(_, _, len)| Scan::sums_needed(len)).max().unwrap_or(1);
+        layout.scan_sums = region(sums_words);
+        layout.total = at;
+
+        let storage = wgpu::BufferUsages::STORAGE;
+        let make = |label: &'static str, bytes: u64, usage: wgpu::BufferUsages| -> Result<wgpu::Buffer> {
+            super::solver::storage_fits(limits, label, bytes)?;
+            Ok(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(16),
+                usage,
+                mapped_at_creation: false,
+            }))
+        };
+        let work = make("work", 4 * layout.total as u64, storage | wgpu::BufferUsages::COPY_SRC)?;
+        let args = make("dispatch_args", 12 * buckets as u64, storage | wgpu::BufferUsages::INDIRECT)?;
+        let manifold_bytes = size_of::<GpuManifold>() as u64;
+        let candidates = make("candidates", manifold_bytes * pair_capacity as u64, storage)?;
+        let readable = storage | wgpu::BufferUsages::COPY_SRC;
+        let manifolds = [
+            make("manifolds_even", manifold_bytes * manifold_capacity as u64, readable)?,
+            make("manifolds_odd", manifold_bytes * manifold_capacity as u64, readable)?,
+        ];
+        let deltas = make("jacobi_deltas", 64 * manifold_capacity as u64, storage)?;
+        let counters = make("counters", 8 * n as u64, storage)?;
+        let header_readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("header_readback"),
+            size: 4 * HEADER as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let layout_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("work_layout"),
+            contents: bytemuck::bytes_of(&layout),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        // One 256-byte slot per scan, and an index uniform whose slot k holds k (the coloring
+        // round, or the color bucket, of a dispatch).
+        let mut scan_bytes = vec![0u8; 4 * UNIFORM_SLOT as usize];
+        for (slot, offset, len) in scans {
+            let p = ScanParams { offset, len, sums: layout.scan_sums, _pad: 0 };
+            let at = (slot as u64 * UNIFORM_SLOT) as usize;
+            scan_bytes[at..at + 16].copy_from_slice(bytemuck::bytes_of(&p));
+        }
+        let scan_params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("scan_params"),
+            contents: &scan_bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let index_slots = buckets.max(params.coloring_rounds).max(1);
+        let mut index_bytes = vec![0u8; (index_slots as u64 * UNIFORM_SLOT) as usize];
+        for k in 0..index_slots {
+            let at = (k as u64 * UNIFORM_SLOT) as usize;
+            index_bytes[at..at + 4].copy_from_slice(&k.to_le_bytes());
+        }
+        let index = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("index_slots"),
+            contents: &index_bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+
+        let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
+        let pairs_slots = [Slot::Uniform, Slot::Uniform, ro, ro, ro, ro, ro, rw, rw, rw];
+        let manifold_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, ro, ro, ro, rw, rw, rw, rw];
+        let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, ro, rw, rw, rw, rw];
+        let pairs_layout = kernels::layout(device, "pairs", &pairs_slots);
+        let manifold_layout = kernels::layout(device, "manifolds", &manifold_slots);
+        let solve_layout = kernels::layout(device, "solve_contacts", &solve_slots);
+        let s = shared;
+        let pairs_group = kernels::bind(
+            device,
+            "pairs",
+            &pairs_layout,
+            &pairs_slots,
+            &[
+                s.params,
+                &layout_buffer,
+                s.bodies,
+                s.props,
+                s.shapes,
+                s.geometry,
+                s.topology,
+                &work,
+                &candidates,
+                &counters,
+            ],
+        );
+        let parity = |k: usize| (&manifolds[k], &manifolds[1 - k]);
+        let manifold_groups = [0, 1].map(|k| {
+            let (current, previous) = parity(k);
+            kernels::bind(
+                device,
+                "manifolds",
+                &manifold_layout,
+                &manifold_slots,
+                &[s.params, &layout_buffer, &index, s.props, &candidates, previous, current, &work, &counters, &args],
+            )
+        });
+        let solve_groups = [0, 1].map(|k| {
+            kernels::bind(
+                device,
+                "solve_contacts",
+                &solve_layout,
+                &solve_slots,
+                &[
+                    s.params,
+                    &layout_buffer,
+                    &index,
+                    s.bodies,
+                    s.props,
+                    s.solver_bodies,
+                    parity(k).0,
+                    &work,
+                    &deltas,
+                    s.stats,
+                ],
+            )
+        });
+        let scan = Scan::new(device, modules);
+        let scan_group = kernels::bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, &work]);
+
+        let p = |layout: &wgpu::BindGroupLayout, file: &str, entry: &str| {
+            kernels::pipeline(device, modules, &[layout], file, entry)
+        };
+        let m = |entry: &str| p(&manifold_layout, "manifolds", entry);
+        let v = |entry: &str| p(&solve_layout, "solve_contacts", entry);
+        let pipelines = Pipelines {
+            contacts_begin: p(&pairs_layout, "broad_phase", "contacts_begin"),
+            count_pairs: p(&pairs_layout, "broad_phase", "count_pairs"),
+            write_pairs: p(&pairs_layout, "broad_phase", "write_pairs"),
+            collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
+            compact_manifolds: m("compact_manifolds"),
+            adjacency_count: m("adjacency_count"),
+            adjacency_offsets: m("adjacency_offsets"),
+            adjacency_fill: m("adjacency_fill"),
+            adjacency_sort: m("adjacency_sort"),
+            color_resolve: m("color_resolve"),
+            color_masks: m("color_masks"),
+            color_pick: m("color_pick"),
+            bucket_histogram: m("bucket_histogram"),
+            bucket_scatter: m("bucket_scatter"),
+            bucket_args: m("bucket_args"),
+            jacobi_split: m("jacobi_split"),
+            passes: [
+                (v("warm_start_color"), v("jacobi_warm_start")),
+                (v("solve_color"), v("jacobi_solve")),
+                (v("relax_color"), v("jacobi_relax")),
+                (v("restitution_color"), v("jacobi_restitution")),
+            ],
+            jacobi_gather: v("jacobi_gather"),
+            manifold_stats: v("manifold_stats"),
+        };
+        Ok(Self {
+            layout,
+            work,
+            manifolds,
+            args,
+            header_readback,
+            header_ready: Arc::new(AtomicBool::new(false)),
+            header_mapped: false,
+            pairs_group,
+            manifold_groups,
+            solve_groups,
+            scan_group,
+            scan,
+            pipelines,
+            body_grid: dispatch_grid(n, WORKGROUP_SIZE),
+            pair_grid: dispatch_grid(pair_capacity, WORKGROUP_SIZE),
+            manifold_grid: dispatch_grid(manifold_capacity, WORKGROUP_SIZE),
+            histogram_grid: dispatch_grid(histogram_groups * STATS_WORKGROUP_SIZE, STATS_WORKGROUP_SIZE),
+            manifold_stats_grid: dispatch_grid(manifold_capacity, STATS_WORKGROUP_SIZE),
+            max_colors: params.max_colors,
+            rounds: params.coloring_rounds,
+            dropped: 0,
+        })
+    }
+
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)) {
+        if grid.0 > 0 {
+            pass.push_debug_group(stage);
+            pass.set_pipeline(pipeline);
+            pass.dispatch_workgroups(grid.0, grid.1, 1);
+            pass.pop_debug_group();
+        }
+    }
+
+    /// Records `broad_phase`, `collide_pairs` (with compaction and warm starting) and `color`
+    /// (adjacency, rounds, buckets, Jacobi split) for the step of parity `parity`.
+    pub fn record_detection(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+        let p = &self.pipelines;
+        pass.set_bind_group(0, &self.pairs_group, &[]);
+        self.dispatch(pass, "contacts_begin", &p.contacts_begin, self.body_grid);
+        self.dispatch(pass, "count_pairs", &p.count_pairs, self.body_grid);
+        self.scan.record(pass, &self.scan_group, SCAN_PAIRS, self.layout.body_count);
+        pass.set_bind_group(0, &self.pairs_group, &[]);
+        self.dispatch(pass, "write_pairs", &p.write_pairs, self.body_grid);
+        self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);
+        self.scan.record(pass, &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
+        let group = &self.manifold_groups[parity];
+        pass.set_bind_group(0, group, &[0]);
+        self.dispatch(pass, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
+        self.dispatch(pass, "adjacency_count", &p.adjacency_count, self.manifold_grid);
+        self.dispatch(pass, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
+        self.scan.record(pass, &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);
+        pass.set_bind_group(0, group, &[0]);
+        self.dispatch(pass, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
+        self.dispatch(pass, "adjacency_sort", &p.adjacency_sort, self.body_grid);
+        if self.rounds > 0 {
+            self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
+            for round in 0..self.rounds {
+                pass.set_bind_group(0, group, &[(round as u64 * UNIFORM_SLOT) as u32]);
+                self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
+                self.dispatch(pass, "color_pick", &p.color_pick, self.manifold_grid);
+                self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
+            }
+            pass.set_bind_group(0, group, &[0]);
+        }
+        self.dispatch(pass, "bucket_histogram", &p.bucket_histogram, self.histogram_grid);
+        self.scan.record(pass, &self.scan_group, SCAN_HISTOGRAM, self.layout.buckets * self.layout.histogram_groups);
+        pass.set_bind_group(0, group, &[0]);
+        self.dispatch(pass, "bucket_scatter", &p.bucket_scatter, self.histogram_grid);
+        self.dispatch(pass, "bucket_args", &p.bucket_args, (1, 1));
+        self.dispatch(pass, "jacobi_split", &p.jacobi_split, self.body_grid);
+    }
+
+    /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
+    /// then the overflow by Jacobi and the gather.
+    pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {
+        let p = &self.pipelines;
+        let group = &self.solve_groups[parity];
+        let (colored, jacobi) = &p.passes[which as usize];
+        pass.push_debug_group(match which {
+            Pass::WarmStart => "warm_start_colors",
+            Pass::Solve => "solve_colors",
+            Pass::Relax => "relax_colors",
+            Pass::Restitution => "restitution_colors",
+        });
+        pass.set_pipeline(colored);
+        for color in 0..self.max_colors {
+            pass.set_bind_group(0, group, &[(color as u64 * UNIFORM_SLOT) as u32]);
+            pass.dispatch_workgroups_indirect(&self.args, 12 * color as u64);
+        }
+        let overflow = self.max_colors;
+        pass.set_bind_group(0, group, &[(overflow as u64 * UNIFORM_SLOT) as u32]);
+        pass.set_pipeline(jacobi);
+        pass.dispatch_workgroups_indirect(&self.args, 12 * overflow as u64);
+        pass.set_pipeline(&p.jacobi_gather);
+        pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
+        pass.pop_debug_group();
+    }
+
+    /// Records the manifolds' statistics partials.
+    pub fn record_stats(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+        pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
+        self.dispatch(pass, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
+    }
+
+    /// After a submission: copy the header (counts wanted) for an asynchronous look, unless one
+    /// is still in flight.
+    pub fn request_header(&mut self, encoder: &mut wgpu::CommandEncoder) -> bool {
+        if self.header_mapped {
+            return false;
+        }
+        encoder.copy_buffer_to_buffer(&self.work, 0, &self.header_readback, 0, 4 * HEADER as u64);
+        true
+    }
+
+    /// Starts mapping the header copied by the last submission.
+    pub fn map_header(&mut self) {
+        let ready = self.header_ready.clone();
+        self.header_mapped = true;
+        self.header_readback.map_async(wgpu::MapMode::Read, .., move |r| {
+            if r.is_ok() {
+                ready.store(true, Ordering::Release);
+            }
+        });
+    }
+
+    /// The counts of the last header read back, if it has arrived: (pairs wanted, manifolds
+    /// wanted). Never waits.
+    pub fn poll_header(&mut self) -> Option<(u32, u32)> {
+        if !self.header_ready.swap(false, Ordering::Acquire) {
+            return None;
+        }
+        let words: Vec<u32> = match self.header_readback.get_mapped_range(..) {
+            Ok(view) => bytemuck::cast_slice(&view).to_vec(),
+            Err(_) => return None,
+        };
+        self.header_readback.unmap();
+        self.header_mapped = false;
+        Some((words[2], words[3]))
+    }
+
+    /// Reads `count` words of the arena from word `offset`, waiting for the GPU.
+    pub fn read_words(&self, device: &wgpu::Device, queue: &wgpu::Queue, offset: u32, count: u32) -> Result<Vec<u32>> {
+        let bytes = 4 * count.max(1) as u64;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("work_readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("work_readback") });
+        encoder.copy_buffer_to_buffer(&self.work, 4 * offset as u64, &staging, 0, bytes);
+        queue.submit([encoder.finish()]);
+        let mut words: Vec<u32> = super::solver::read_buffer(device, &staging)?;
+        words.truncate(count as usize);
+        Ok(words)
+    }
+
+    /// The manifolds of the step of parity `parity`, read back.
+    pub fn read_manifolds(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        parity: usize,
+    ) -> Result<Vec<GpuManifold>> {
+        let count = self.read_words(device, queue, 1, 1)?[0];
+        let bytes = (count.max(1) as u64) * size_of::<GpuManifold>() as u64;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("manifolds_readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("manifolds_readback") });
+        encoder.copy_buffer_to_buffer(&self.manifolds[parity], 0, &staging, 0, bytes);
+        queue.submit([encoder.finish()]);
+        let mut out: Vec<GpuManifold> = super::solver::read_buffer(device, &staging)?;
+        out.truncate(count as usize);
+        Ok(out)
+    }
+
+    /// The color buckets of the last step: manifold indices per color, then the overflow.
+    pub fn read_buckets(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
+        let l = &self.layout;
+        let offsets = self.read_words(device, queue, l.bucket_offsets, l.buckets + 1)?;
+        let total = offsets[l.buckets as usize];
+        let colored = self.read_words(device, queue, l.colored, total)?;
+        let bucket = |b: usize| colored[offsets[b] as usize..offsets[b + 1] as usize].to_vec();
+        Ok(((0..self.max_colors as usize).map(bucket).collect(), bucket(self.max_colors as usize)))
+    }
+}
+
+impl From<wgpu::BufferAsyncError> for Error {
+    fn from(e: wgpu::BufferAsyncError) -> Self {
+        Error::Readback(e.to_string())
+    }
+}

@@ -1,0 +1,133 @@
+//! The GPU backend: device setup (kept apart from the kernels, so a host application can
+//! hand in its own `wgpu::Device` and `Queue`) and the solver that records the step.
+
+mod contacts;
+mod kernels;
+pub mod shaders;
+mod solver;
+
+pub use solver::GpuSolver;
+
+use crate::error::{Error, Result};
+
+/// What the solver knows about the adapter it runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Adapter name, e.g. `"NVIDIA H100 80GB HBM3"` or `"llvmpipe (LLVM 15.0.6, 256 bits)"`.
+    pub name: String,
+    /// Backend, e.g. `"Vulkan"` or `"Gl"`.
+    pub backend: String,
+    /// Device type, e.g. `"DiscreteGpu"` or `"Cpu"`.
+    pub device_type: String,
+    /// Driver name and version, when the backend reports them.
+    pub driver: String,
+    /// True for a software rasterizer (llvmpipe, lavapipe, WARP): correct, but its timings
+    /// say nothing about a GPU.
+    pub software: bool,
+}
+
+impl AdapterSummary {
+    /// Summarizes wgpu's adapter information.
+    pub fn from_info(info: &wgpu::AdapterInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+            software: info.device_type == wgpu::DeviceType::Cpu,
+        }
+    }
+}
+
+impl std::fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}{})",
+            self.name,
+            self.backend,
+            self.device_type,
+            if self.software { ", software" } else { "" }
+        )
+    }
+}
+
+/// A wgpu device and queue for the solvers to use.
+#[derive(Clone, Debug)]
+pub struct GpuContext {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    adapter: AdapterSummary,
+}
+
+impl GpuContext {
+    /// Creates a device on the adapter chosen by the environment, blocking until it is ready.
+    /// See [`GpuContext::new_async`].
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::new_async())
+    }
+
+    /// Creates a device on the adapter chosen by the environment: `WGPU_BACKEND` (e.g.
+    /// `vulkan`, `gl`, `metal`, `dx12`) limits the backends, `WGPU_ADAPTER_NAME` picks an
+    /// adapter by a substring of its name, `WGPU_POWER_PREF` (`high`, `low`) breaks ties; by
+    /// default the highest-performance adapter. The device gets the adapter's full limits so
+    /// that large scenes can bind large buffers.
+    ///
+    /// # Errors
+    /// [`Error::NoAdapter`] when no adapter matches (the message says how to install a
+    /// software one), [`Error::RequestDevice`] when the adapter refuses a device.
+    pub async fn new_async() -> Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(wanted) => {
+                let wanted = wanted.to_lowercase();
+                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters.into_iter().find(|a| a.get_info().name.to_lowercase().contains(&wanted)).ok_or_else(|| {
+                    Error::NoAdapter { details: format!("WGPU_ADAPTER_NAME={wanted:?} matches none of {names:?}") }
+                })?
+            }
+            Err(_) => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env()
+                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| Error::NoAdapter {
+                    details: format!("{e}; WGPU_BACKEND={:?}", std::env::var("WGPU_BACKEND").unwrap_or_default()),
+                })?,
+        };
+        let info = adapter.get_info();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("signorini"),
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::RequestDevice(e.to_string()))?;
+        Ok(Self { device, queue, adapter: AdapterSummary::from_info(&info) })
+    }
+
+    /// Wraps a device and queue the application already has, e.g. its renderer's; `info`
+    /// describes their adapter (`adapter.get_info()`).
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> Self {
+        Self { device, queue, adapter: AdapterSummary::from_info(info) }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+}

@@ -1,0 +1,514 @@
+//! The GPU solver: buffers, pipelines and the recording of a step.
+
+use std::sync::mpsc;
+
+use bytemuck::Pod;
+use glam::Vec3;
+use wgpu::util::DeviceExt;
+
+use super::contacts::{GpuContacts, Pass as ContactPass, Shared};
+use super::kernels::{self, Slot};
+use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
+use super::{AdapterSummary, GpuContext};
+use crate::body::{BodyHandle, BodyState};
+use crate::error::{Error, Result, check_finite};
+use crate::layout::{
+    BodyFrame, GpuBody, GpuBodyProps, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC, Packed, StepParams,
+};
+use crate::solver::{Solver, StepStats};
+use crate::world::World;
+
+/// The compute pipelines of one step, one per WGSL entry point.
+struct Pipelines {
+    narrow_phase: wgpu::ComputePipeline,
+    integrate_velocities: wgpu::ComputePipeline,
+    solve_static: wgpu::ComputePipeline,
+    integrate_positions: wgpu::ComputePipeline,
+    relax_static: wgpu::ComputePipeline,
+    restitution: wgpu::ComputePipeline,
+    stats_partial: wgpu::ComputePipeline,
+    stats_final: wgpu::ComputePipeline,
+}
+
+/// Steps a [`World`] on the GPU. Bodies, contacts and all solver state live in GPU buffers;
+/// a step records compute dispatches and never waits for the GPU; only [`Solver::body_states`]
+/// and [`Solver::stats`] read back, on request.
+pub struct GpuSolver {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    adapter: AdapterSummary,
+    params: StepParams,
+    frames: Vec<BodyFrame>,
+    kinds: Vec<u32>,
+    bodies: wgpu::Buffer,
+    stats: wgpu::Buffer,
+    /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows.
+    body_buffers: [wgpu::Buffer; 9],
+    body_layout: wgpu::BindGroupLayout,
+    topology: wgpu::Buffer,
+    modules: Vec<(&'static str, wgpu::ShaderModule)>,
+    contacts_stages: Option<GpuContacts>,
+    bodies_readback: wgpu::Buffer,
+    body_readback: wgpu::Buffer,
+    stats_readback: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    pipelines: Pipelines,
+    body_grid: (u32, u32),
+    stats_grid: (u32, u32),
+    steps: u64,
+}
+
+/// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
+/// geometry, planes, solver_bodies, contacts, stats).
+fn body_slots() -> [Slot; 9] {
+    let (rw, ro) = (Slot::Storage(false), Slot::Storage(true));
+    [Slot::Uniform, rw, ro, ro, ro, ro, rw, rw, rw]
+}
+
+impl GpuSolver {
+    /// Uploads `world` and builds the pipelines.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooLarge`] when a buffer the scene needs exceeds the device's limits,
+    /// [`Error::DeviceLimit`] when the device cannot run the kernels at all.
+    pub fn new(ctx: &GpuContext, world: &World) -> Result<Self> {
+        let device = ctx.device().clone();
+        let queue = ctx.queue().clone();
+        let packed = Packed::new(world);
+        let limits = device.limits();
+        check_kernel_limits(&limits)?;
+
+        let stats_groups = packed.bodies.len().div_ceil(STATS_WORKGROUP_SIZE as usize).max(1);
+        let make = |label: &'static str, bytes: &[u8], usage: wgpu::BufferUsages| -> Result<wgpu::Buffer> {
+            storage_fits(&limits, label, bytes.len() as u64)?;
+            Ok(device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage,
+            }))
+        };
+        let storage = wgpu::BufferUsages::STORAGE;
+        let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let bodies = make("bodies", non_empty(&packed.bodies), storage | copy)?;
+        let props = make("props", non_empty(&packed.props), storage)?;
+        let shapes = make("shapes", non_empty(&packed.shapes), storage)?;
+        let geometry = make("geometry", non_empty(&packed.geometry), storage)?;
+        let planes = make("planes", non_empty(&packed.planes), storage)?;
+        let solver_bodies =
+            make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage)?;
+        let topology = make("topology", non_empty(&packed.topology), storage)?;
+        let contacts =
+            make("contacts", non_empty(&vec![GpuStaticContact::default(); packed.slot_count as usize]), storage)?;
+        let stats = make("stats", bytemuck::cast_slice(&vec![GpuStats::default(); stats_groups]), storage | copy)?;
+
+        let mut uniform = encase::UniformBuffer::new(Vec::new());
+        uniform.write(&packed.params).expect("StepParams fits a uniform buffer");
+        let params_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("params"),
+            contents: uniform.as_ref(),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+
+        let readback = |label, size| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let bodies_readback = readback("bodies_readback", bodies.size());
+        let body_readback = readback("body_readback", size_of::<GpuBody>() as u64);
+        let stats_readback = readback("stats_readback", size_of::<GpuStats>() as u64);
+
+        let slots = body_slots();
+        let layout = kernels::layout(&device, "step_bindings", &slots);
+        let buffers = [&params_buffer, &bodies, &props, &shapes, &geometry, &planes, &solver_bodies, &contacts, &stats];
+        let bind_group = kernels::bind(&device, "step_bindings", &layout, &slots, &buffers);
+        let modules = kernels::modules(&device);
+        let pipeline = |file: &str, entry: &str| kernels::pipeline(&device, &modules, &[&layout], file, entry);
+        let body_buffers = buffers.map(|b| b.clone());
+        let pipelines = Pipelines {
+            narrow_phase: pipeline("narrow_phase", "narrow_phase"),
+            integrate_velocities: pipeline("integrate_velocities", "integrate_velocities"),
+            solve_static: pipeline("solve_static", "solve_static"),
+            integrate_positions: pipeline("integrate_positions", "integrate_positions"),
+            relax_static: pipeline("solve_static", "relax_static"),
+            restitution: pipeline("solve_static", "restitution"),
+            stats_partial: pipeline("stats", "stats_partial"),
+            stats_final: pipeline("stats", "stats_final"),
+        };
+
+        let body_count = packed.bodies.len() as u32;
+        let body_contacts = packed.params.body_contacts != 0 && body_count > 1;
+        let mut solver = Self {
+            adapter: ctx.adapter().clone(),
+            params: packed.params,
+            kinds: packed.props.iter().map(|p: &GpuBodyProps| p.kind).collect(),
+            frames: packed.frames,
+            body_grid: dispatch_grid(body_count, WORKGROUP_SIZE),
+            stats_grid: dispatch_grid(body_count, STATS_WORKGROUP_SIZE),
+            device,
+            queue,
+            bodies,
+            stats,
+            body_buffers,
+            body_layout: layout,
+            topology,
+            modules,
+            contacts_stages: None,
+            bodies_readback,
+            body_readback,
+            stats_readback,
+            bind_group,
+            pipelines,
+            steps: 0,
+        };
+        if body_contacts {
+            // Room for about six pairs and manifolds a body; grown when a step needs more.
+            let capacity = (6 * body_count).max(1024);
+            solver.build_contacts(capacity, capacity)?;
+        }
+        Ok(solver)
+    }
+
+    /// (Re)builds the contact stages with the given capacities, the statistics buffer to match,
+    /// and the per-body bind group that binds it. Warm starting restarts.
+    fn build_contacts(&mut self, pair_capacity: u32, manifold_capacity: u32) -> Result<()> {
+        let limits = self.device.limits();
+        let groups =
+            self.params.body_count.div_ceil(STATS_WORKGROUP_SIZE).max(1) + GpuContacts::stats_groups(manifold_capacity);
+        let stats = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("stats"),
+            contents: bytemuck::cast_slice(&vec![GpuStats::default(); groups as usize]),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let b = &self.body_buffers;
+        let shared = Shared {
+            params: &b[0],
+            bodies: &b[1],
+            props: &b[2],
+            shapes: &b[3],
+            geometry: &b[4],
+            topology: &self.topology,
+            solver_bodies: &b[6],
+            stats: &stats,
+        };
+        let contacts = GpuContacts::new(
+            &self.device,
+            &self.modules,
+            &limits,
+            &self.params,
+            &shared,
+            pair_capacity,
+            manifold_capacity,
+        )?;
+        self.body_buffers[8] = stats.clone();
+        let refs: Vec<&wgpu::Buffer> = self.body_buffers.iter().collect();
+        self.bind_group = kernels::bind(&self.device, "step_bindings", &self.body_layout, &body_slots(), &refs);
+        self.stats = stats;
+        self.contacts_stages = Some(contacts);
+        Ok(())
+    }
+
+    /// Grows the contact buffers when the last step read back wanted more than they hold (one
+    /// step late; what did not fit in that step is reported as dropped in the statistics).
+    fn grow_contacts(&mut self) -> Result<()> {
+        let Some(contacts) = self.contacts_stages.as_mut() else { return Ok(()) };
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        let Some((pairs, manifolds)) = contacts.poll_header() else { return Ok(()) };
+        let layout = contacts.layout;
+        contacts.dropped =
+            pairs.saturating_sub(layout.pair_capacity).max(manifolds.saturating_sub(layout.manifold_capacity));
+        if pairs > layout.pair_capacity || manifolds > layout.manifold_capacity {
+            let dropped = contacts.dropped;
+            let grow = |wanted: u32, cap: u32| if wanted > cap { (wanted + wanted / 2).max(2 * cap) } else { cap };
+            self.build_contacts(grow(pairs, layout.pair_capacity), grow(manifolds, layout.manifold_capacity))?;
+            if let Some(c) = self.contacts_stages.as_mut() {
+                c.dropped = dropped;
+            }
+        }
+        Ok(())
+    }
+
+    /// The adapter this solver runs on.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+
+    /// The body-body manifolds of the last step, read back (empty without body contacts).
+    pub fn manifolds(&mut self) -> Result<Vec<crate::layout::GpuManifold>> {
+        match &self.contacts_stages {
+            Some(c) => c.read_manifolds(&self.device, &self.queue, (self.steps.saturating_sub(1) % 2) as usize),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The colors of the last step: for each color the manifold indices it holds, then the
+    /// overflow solved by Jacobi (read back).
+    pub fn color_buckets(&mut self) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
+        match &self.contacts_stages {
+            Some(c) => c.read_buckets(&self.device, &self.queue),
+            None => Ok((vec![Vec::new(); self.params.max_colors as usize], Vec::new())),
+        }
+    }
+
+    /// Compute dispatches recorded per step.
+    pub fn dispatches_per_step(&self) -> u32 {
+        let per_substep = if self.params.relax_iterations > 0 { 4 } else { 3 };
+        2 + self.params.substeps * per_substep
+    }
+
+    /// The internal body states (centre of mass, principal frame), for comparisons with the CPU.
+    pub fn raw_bodies(&mut self) -> Result<Vec<GpuBody>> {
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_bodies") });
+        encoder.copy_buffer_to_buffer(&self.bodies, 0, &self.bodies_readback, 0, self.bodies.size());
+        self.queue.submit([encoder.finish()]);
+        let mut out: Vec<GpuBody> = self.read(&self.bodies_readback)?;
+        out.truncate(self.frames.len());
+        Ok(out)
+    }
+
+    /// Records one dispatch inside a debug group named after its stage, for readable captures.
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)) {
+        if grid.0 > 0 {
+            pass.push_debug_group(stage);
+            pass.set_pipeline(pipeline);
+            pass.dispatch_workgroups(grid.0, grid.1, 1);
+            pass.pop_debug_group();
+        }
+    }
+
+    /// Records one step; the stages and their order are those of `CpuSolver::step`. `step` is
+    /// the number of steps before it (its parity picks the manifold buffers).
+    fn record_step(&self, pass: &mut wgpu::ComputePass, step: u64) {
+        let p = &self.pipelines;
+        let grid = self.body_grid;
+        let parity = (step % 2) as usize;
+        let contacts = self.contacts_stages.as_ref();
+        let bodies = |pass: &mut wgpu::ComputePass| pass.set_bind_group(0, &self.bind_group, &[]);
+        bodies(pass);
+        self.dispatch(pass, "narrow_phase", &p.narrow_phase, grid);
+        if let Some(c) = contacts {
+            c.record_detection(pass, parity);
+        }
+        for _ in 0..self.params.substeps {
+            bodies(pass);
+            self.dispatch(pass, "integrate_velocities", &p.integrate_velocities, grid);
+            if let Some(c) = contacts {
+                c.record_pass(pass, parity, ContactPass::WarmStart);
+                bodies(pass);
+            }
+            self.dispatch(pass, "solve_static", &p.solve_static, grid);
+            if let Some(c) = contacts {
+                for _ in 0..self.params.iterations {
+                    c.record_pass(pass, parity, ContactPass::Solve);
+                }
+                bodies(pass);
+            }
+            self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
+            if self.params.relax_iterations > 0 {
+                self.dispatch(pass, "relax_static", &p.relax_static, grid);
+                if let Some(c) = contacts {
+                    for _ in 0..self.params.relax_iterations {
+                        c.record_pass(pass, parity, ContactPass::Relax);
+                    }
+                }
+            }
+        }
+        bodies(pass);
+        self.dispatch(pass, "restitution", &p.restitution, grid);
+        if let Some(c) = contacts {
+            c.record_pass(pass, parity, ContactPass::Restitution);
+        }
+    }
+
+    /// Maps a readback buffer, waits for it and copies it out.
+    fn read<T: Pod>(&self, buffer: &wgpu::Buffer) -> Result<Vec<T>> {
+        read_buffer(&self.device, buffer)
+    }
+
+    fn index(&self, body: BodyHandle) -> Result<usize> {
+        let count = self.frames.len() as u32;
+        if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
+    }
+}
+
+impl Solver for GpuSolver {
+    fn backend(&self) -> String {
+        format!("gpu: {}", self.adapter)
+    }
+
+    fn step(&mut self) {
+        self.step_many(1);
+    }
+
+    fn step_many(&mut self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        if let Err(e) = self.grow_contacts() {
+            log::error!("growing the contact buffers failed: {e}");
+        }
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("steps") });
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
+            for k in 0..n {
+                self.record_step(&mut pass, self.steps + k as u64);
+            }
+        }
+        let header = self.contacts_stages.as_mut().is_some_and(|c| c.request_header(&mut encoder));
+        self.queue.submit([encoder.finish()]);
+        if header && let Some(c) = self.contacts_stages.as_mut() {
+            c.map_header();
+        }
+        self.steps += n as u64;
+    }
+
+    fn steps_taken(&self) -> u64 {
+        self.steps
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| Error::Readback(e.to_string()))
+    }
+
+    fn body_states(&mut self) -> Result<Vec<BodyState>> {
+        let raw = self.raw_bodies()?;
+        Ok(raw.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+    }
+
+    fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
+        let i = self.index(body)?;
+        let size = size_of::<GpuBody>() as u64;
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_body") });
+        encoder.copy_buffer_to_buffer(&self.bodies, i as u64 * size, &self.body_readback, 0, size);
+        self.queue.submit([encoder.finish()]);
+        let raw: Vec<GpuBody> = self.read(&self.body_readback)?;
+        Ok(self.frames[i].user_state(&raw[0]))
+    }
+
+    fn stats(&mut self) -> Result<StepStats> {
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("stats") });
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("stats"), timestamp_writes: None });
+            if let Some(c) = &self.contacts_stages {
+                c.record_stats(&mut pass, (self.steps.saturating_sub(1) % 2) as usize);
+            }
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            self.dispatch(&mut pass, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
+            self.dispatch(&mut pass, "stats_final", &self.pipelines.stats_final, (1, 1));
+        }
+        encoder.copy_buffer_to_buffer(&self.stats, 0, &self.stats_readback, 0, size_of::<GpuStats>() as u64);
+        self.queue.submit([encoder.finish()]);
+        let total: Vec<GpuStats> = self.read(&self.stats_readback)?;
+        let mut stats = crate::solver::stats_from(&self.params, self.steps, total[0]);
+        if self.contacts_stages.is_some() {
+            let (colors, overflow) = self.color_buckets()?;
+            stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
+            stats.overflow = overflow.len() as u32;
+            stats.dropped = self.contacts_stages.as_ref().map_or(0, |c| c.dropped);
+        }
+        Ok(stats)
+    }
+
+    fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
+        let i = self.index(body)?;
+        check_finite("linear velocity", linear, linear.is_finite())?;
+        check_finite("angular velocity", angular, angular.is_finite())?;
+        if self.kinds[i] == KIND_STATIC {
+            return Err(Error::StaticBody { index: body.0 });
+        }
+        // linear_velocity, _pad0, angular_velocity: bytes 32..60 of the body.
+        let data: [f32; 7] = [linear.x, linear.y, linear.z, 0.0, angular.x, angular.y, angular.z];
+        let offset = (i * size_of::<GpuBody>() + std::mem::offset_of!(GpuBody, linear_velocity)) as u64;
+        self.queue.write_buffer(&self.bodies, offset, bytemuck::cast_slice(&data));
+        Ok(())
+    }
+}
+
+/// Maps a readback buffer, waits for the GPU and copies it out.
+pub(crate) fn read_buffer<T: Pod>(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<Vec<T>> {
+    let (sender, receiver) = mpsc::channel();
+    buffer.map_async(wgpu::MapMode::Read, .., move |result| {
+        let _ = sender.send(result);
+    });
+    device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Readback(e.to_string()))?;
+    receiver.recv().map_err(|e| Error::Readback(e.to_string()))?.map_err(|e| Error::Readback(e.to_string()))?;
+    let data = {
+        let view = buffer.get_mapped_range(..).map_err(|e| Error::Readback(e.to_string()))?;
+        bytemuck::cast_slice::<u8, T>(&view).to_vec()
+    };
+    buffer.unmap();
+    Ok(data)
+}
+
+/// A slice's bytes, or one zeroed element's when it is empty (a binding cannot be empty).
+fn non_empty<T: Pod + Default>(data: &[T]) -> &[u8] {
+    if data.is_empty() { bytemuck::bytes_of(zeroed_ref::<T>()) } else { bytemuck::cast_slice(data) }
+}
+
+fn zeroed_ref<T: Pod>() -> &'static T {
+    // 256 zero bytes, 16-aligned, cover every element type used here.
+    #[repr(C, align(16))]
+    struct Zeros([u8; 256]);
+    static ZEROS: Zeros = Zeros([0; 256]);
+    assert!(size_of::<T>() <= 256);
+    bytemuck::from_bytes(&ZEROS.0[..size_of::<T>()])
+}
+
+/// Storage buffers a kernel binds at most (WebGPU's default limit; every family is built to it).
+const MAX_STORAGE_BUFFERS: u64 = 8;
+
+/// Checks the limits every kernel relies on, whatever the scene.
+fn check_kernel_limits(limits: &wgpu::Limits) -> Result<()> {
+    let needs: [(&'static str, u64, u64); 4] = [
+        (
+            "max_storage_buffers_per_shader_stage",
+            MAX_STORAGE_BUFFERS,
+            limits.max_storage_buffers_per_shader_stage as u64,
+        ),
+        (
+            "max_compute_invocations_per_workgroup",
+            STATS_WORKGROUP_SIZE as u64,
+            limits.max_compute_invocations_per_workgroup as u64,
+        ),
+        ("max_compute_workgroup_size_x", STATS_WORKGROUP_SIZE as u64, limits.max_compute_workgroup_size_x as u64),
+        (
+            "max_compute_workgroup_storage_size",
+            (STATS_WORKGROUP_SIZE as usize * size_of::<GpuStats>()) as u64,
+            limits.max_compute_workgroup_storage_size as u64,
+        ),
+    ];
+    for (limit_name, required, available) in needs {
+        if available < required {
+            return Err(Error::DeviceLimit { limit_name, required, available });
+        }
+    }
+    Ok(())
+}
+
+/// Checks a storage buffer against the device's binding and buffer size limits.
+pub(crate) fn storage_fits(limits: &wgpu::Limits, what: &'static str, bytes: u64) -> Result<()> {
+    if bytes > limits.max_storage_buffer_binding_size {
+        return Err(Error::BufferTooLarge {
+            what,
+            bytes,
+            limit: limits.max_storage_buffer_binding_size,
+            limit_name: "max_storage_buffer_binding_size",
+        });
+    }
+    if bytes > limits.max_buffer_size {
+        return Err(Error::BufferTooLarge {
+            what,
+            bytes,
+            limit: limits.max_buffer_size,
+            limit_name: "max_buffer_size",
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,638 @@
+//! Data shared between the host and the WGSL kernels, and the packing of a [`World`] into it.
+//!
+//! Every struct here has a twin of the same name in `shaders/common.wgsl`; the byte sizes are
+//! asserted below and `tests/shader_layout.rs` compares every field offset with naga's layout of
+//! the WGSL struct. The CPU reference path works on exactly these arrays, so a CPU state and a
+//! GPU state can be compared element by element.
+//!
+//! Internally a body is stored at its centre of mass with its orientation taken to its
+//! principal frame, so its inverse inertia is diagonal in the body frame: three floats instead
+//! of a symmetric matrix, and a world inverse inertia of `R diag Rᵀ`.
+
+use std::collections::HashMap;
+
+use bytemuck::{Pod, Zeroable};
+use encase::ShaderType;
+use glam::{Quat, Vec3, Vec4};
+
+use crate::body::{BodyKind, BodyState};
+use crate::math::{Softness, quat_mul, rotate};
+use crate::shape::{MassProperties, Shape};
+use crate::world::{Stabilization, World};
+
+/// `kind` value of a dynamic body.
+pub const KIND_DYNAMIC: u32 = 0;
+/// `kind` value of a static body.
+pub const KIND_STATIC: u32 = 1;
+/// `kind` value of a kinematic body.
+pub const KIND_KINEMATIC: u32 = 2;
+
+/// Hot motion state of a body: everything the solver reads and writes every substep. 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuBody {
+    /// Centre of mass, world frame, m.
+    pub position: Vec3,
+    /// Inverse mass, 1/kg (0 for static and kinematic bodies).
+    pub inv_mass: f32,
+    /// Orientation of the principal frame.
+    pub orientation: Quat,
+    /// Velocity of the centre of mass, m/s.
+    pub linear_velocity: Vec3,
+    /// Unused; keeps `angular_velocity` on a 16-byte boundary as WGSL's `vec3` requires.
+    pub _pad0: f32,
+    /// Angular velocity, world frame, rad/s.
+    pub angular_velocity: Vec3,
+    /// Unused.
+    pub _pad1: f32,
+}
+const _: () = assert!(size_of::<GpuBody>() == 64);
+
+/// Constant properties of a body. 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuBodyProps {
+    /// Inverse principal moments of inertia, 1/(kg m²) (0 for static and kinematic bodies).
+    pub inv_inertia: Vec3,
+    /// Index of the body's shape in the shape table.
+    pub shape: u32,
+    /// Index of the body's first static-contact slot.
+    pub slot_offset: u32,
+    /// [`KIND_DYNAMIC`], [`KIND_STATIC`] or [`KIND_KINEMATIC`].
+    pub kind: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// Unused.
+    pub _pad1: u32,
+    /// Friction coefficient.
+    pub friction: f32,
+    /// Restitution coefficient.
+    pub restitution: f32,
+    /// Linear damping rate, 1/s.
+    pub linear_damping: f32,
+    /// Angular damping rate, 1/s.
+    pub angular_damping: f32,
+}
+const _: () = assert!(size_of::<GpuBodyProps>() == 48);
+
+/// `kind` of a shape whose core is one point (a sphere).
+pub const SHAPE_POINT: u32 = 0;
+/// `kind` of a shape whose core is a segment (a capsule).
+pub const SHAPE_SEGMENT: u32 = 1;
+/// `kind` of a shape whose core is a polytope with faces and edges (a box or a hull).
+pub const SHAPE_POLYTOPE: u32 = 2;
+
+/// A shape, shared by every body that has it, in its principal frame about its centre of mass.
+/// Its data lives in two tables: `geometry` (vec4) holds the core points, then for a polytope
+/// one plane (unit normal, offset) per face; `topology` (u32) holds for a polytope the face
+/// loops (`face_count + 1` offsets into the index list that follows them, then the vertex
+/// indices, relative to `first_point`) and, from `first_edge`, its edges as
+/// `(a, b, face_a, face_b)` (relative indices). 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuShape {
+    /// First core point in `geometry`.
+    pub first_point: u32,
+    /// Number of core points; the face planes follow them.
+    pub point_count: u32,
+    /// Number of faces (0 unless a polytope).
+    pub face_count: u32,
+    /// First word of the face loops in `topology`.
+    pub first_topology: u32,
+    /// First word of the edges in `topology`.
+    pub first_edge: u32,
+    /// Number of edges.
+    pub edge_count: u32,
+    /// Radius swept around the core, m.
+    pub radius: f32,
+    /// [`SHAPE_POINT`], [`SHAPE_SEGMENT`] or [`SHAPE_POLYTOPE`].
+    pub kind: u32,
+}
+const _: () = assert!(size_of::<GpuShape>() == 32);
+
+/// Per-step solver scratch of a body: frozen world inverse inertia and the motion since the
+/// start of the step, from which substeps update contact separations. 80 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuSolverBody {
+    /// World inverse inertia at the start of the step, as three columns (WGSL `mat3x3<f32>`).
+    pub inv_inertia_world: [Vec4; 3],
+    /// Displacement of the centre of mass since the start of the step, m.
+    pub delta_position: Vec3,
+    /// Kinetic energy at the start of the step, J (bounds the energy restitution may give back).
+    pub start_kinetic_energy: f32,
+    /// Rotation since the start of the step.
+    pub delta_rotation: Quat,
+}
+const _: () = assert!(size_of::<GpuSolverBody>() == 80);
+
+impl GpuSolverBody {
+    /// The scratch of a body that has not moved: no displacement, identity rotation. Static
+    /// bodies keep it for good.
+    pub const fn at_rest() -> Self {
+        Self {
+            inv_inertia_world: [Vec4::ZERO; 3],
+            delta_position: Vec3::ZERO,
+            start_kinetic_energy: 0.0,
+            delta_rotation: Quat::IDENTITY,
+        }
+    }
+}
+
+/// A static plane. 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuPlane {
+    /// Unit outward normal.
+    pub normal: Vec3,
+    /// Offset: points on the plane satisfy `normal · x = offset`.
+    pub offset: f32,
+    /// Friction coefficient.
+    pub friction: f32,
+    /// Restitution coefficient.
+    pub restitution: f32,
+    /// Unused.
+    pub _pad0: f32,
+    /// Unused.
+    pub _pad1: f32,
+}
+const _: () = assert!(size_of::<GpuPlane>() == 32);
+
+/// One slot of a body's static contacts: core point `k` of the body against plane `p` lives in
+/// slot `slot_offset + p * point_count + k`, so a contact's feature key is its slot and warm
+/// starting needs no search. The plane is body A, the body is B; the normal is the plane's
+/// (pointing towards B, seed 000). 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuStaticContact {
+    /// Contact point relative to the body's centre of mass at the start of the step, m.
+    pub anchor: Vec3,
+    /// `s0 - n · core` with `core = anchor + radius n` the body's core point: the current
+    /// separation is `base_separation + n · (Δp + Δq core)`, m.
+    pub base_separation: f32,
+    /// `1 / (n · K n)`, the effective mass along the normal, kg.
+    pub normal_mass: f32,
+    /// `1 / λmax(K_t)`, the step size of the friction update, kg (see `solve_contacts`).
+    pub tangent_mass: f32,
+    /// Normal impulse added by the restitution stage this step, N s.
+    pub restitution_impulse: f32,
+    /// Unused.
+    pub _pad1: f32,
+    /// Accumulated normal impulse of the current substep, N s.
+    pub normal_impulse: f32,
+    /// Accumulated friction impulse along the first tangent, N s.
+    pub tangent_impulse_1: f32,
+    /// Accumulated friction impulse along the second tangent, N s.
+    pub tangent_impulse_2: f32,
+    /// Largest normal impulse applied during the step (restitution needs a contact that acted).
+    pub max_normal_impulse: f32,
+    /// Normal velocity of approach at the moment of contact, m/s (negative when closing).
+    pub approach_velocity: f32,
+    /// Combined friction coefficient.
+    pub friction: f32,
+    /// Combined restitution coefficient.
+    pub restitution: f32,
+    /// 1 when the slot holds a contact this step, 0 when the point is too far from the plane.
+    pub in_contact: u32,
+}
+const _: () = assert!(size_of::<GpuStaticContact>() == 64);
+
+/// Highest number of graph colors (a color mask is one `u32`).
+pub const MAX_COLORS: u32 = 32;
+/// `color` of a manifold that found no color: it is solved by mass-splitting Jacobi.
+pub const OVERFLOW_COLOR: u32 = u32::MAX;
+
+/// A candidate pair from the broad phase, `a < b`. 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Pod, Zeroable)]
+pub struct GpuPair {
+    /// Lower body index.
+    pub a: u32,
+    /// Higher body index.
+    pub b: u32,
+}
+const _: () = assert!(size_of::<GpuPair>() == 8);
+
+/// One contact of a body-body manifold. The contact's current separation is
+/// `base_separation + n · ((Δp_b + Δq_b core_b) - (Δp_a + Δq_a core_a))`; its lever arms are
+/// `Δq_a core_a + r_a n` and `Δq_b core_b - r_b n`. 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuManifoldPoint {
+    /// A's core point relative to A's centre of mass at the start of the step, m.
+    pub core_a: Vec3,
+    /// `s0 - n · (core_b - core_a)`, m.
+    pub base_separation: f32,
+    /// B's core point relative to B's centre of mass at the start of the step, m.
+    pub core_b: Vec3,
+    /// Accumulated normal impulse, N s.
+    pub normal_impulse: f32,
+    /// Accumulated friction impulse along the first tangent, N s.
+    pub tangent_impulse_1: f32,
+    /// Accumulated friction impulse along the second tangent, N s.
+    pub tangent_impulse_2: f32,
+    /// Largest normal impulse applied during the step.
+    pub max_normal_impulse: f32,
+    /// Relative normal velocity at impact, m/s (negative when closing).
+    pub approach_velocity: f32,
+    /// Normal impulse added by the restitution stage this step, N s.
+    pub restitution_impulse: f32,
+    /// Feature key (see `collide`).
+    pub key: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// Unused.
+    pub _pad1: u32,
+}
+const _: () = assert!(size_of::<GpuManifoldPoint>() == 64);
+
+/// A manifold between bodies `body_a < body_b`: up to four contacts sharing a normal. 304 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuManifold {
+    /// Body A.
+    pub body_a: u32,
+    /// Body B.
+    pub body_b: u32,
+    /// Valid points.
+    pub count: u32,
+    /// Graph color, or [`OVERFLOW_COLOR`].
+    pub color: u32,
+    /// Unit normal from A towards B.
+    pub normal: Vec3,
+    /// Combined friction coefficient.
+    pub friction: f32,
+    /// Combined restitution coefficient.
+    pub restitution: f32,
+    /// A's radius (swept around its core), m.
+    pub radius_a: f32,
+    /// B's radius, m.
+    pub radius_b: f32,
+    /// Kinetic energy the manifold's impulses took from the pair this step (minus their work),
+    /// J: restitution gives back at most `e²` of it.
+    pub absorbed: f32,
+    /// The contacts.
+    pub points: [GpuManifoldPoint; 4],
+}
+const _: () = assert!(size_of::<GpuManifold>() == 304);
+
+/// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
+/// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:
+/// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count]`.
+/// 96 bytes, a uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GpuWorkLayout {
+    /// Number of bodies.
+    pub body_count: u32,
+    /// Capacity of the pair list.
+    pub pair_capacity: u32,
+    /// Capacity of the manifold list.
+    pub manifold_capacity: u32,
+    /// Color buckets: the colors, then the overflow.
+    pub buckets: u32,
+    /// Workgroups of the bucketing histogram.
+    pub histogram_groups: u32,
+    /// Per body: AABB min (xyz), margin, AABB max (xyz), unused; f32 bits.
+    pub aabbs: u32,
+    /// Per body: pairs it heads, then (scanned) their offsets; `body_count + 1`.
+    pub pair_counts: u32,
+    /// The pairs, two words each.
+    pub pairs: u32,
+    /// Per pair: 1 when it has contacts, then (scanned) the manifold offsets; `pair_capacity + 1`.
+    pub flags: u32,
+    /// Per manifold: its color.
+    pub colors: u32,
+    /// Per manifold: the colors before the current conflict pass.
+    pub before: u32,
+    /// Per body: manifolds on it, then (scanned) adjacency offsets; `body_count + 1`.
+    pub adjacency_counts: u32,
+    /// Manifold indices per dynamic body, ascending; `2 * manifold_capacity`.
+    pub adjacency: u32,
+    /// Per body: the colors its manifolds hold.
+    pub masks: u32,
+    /// Per body: overflow manifolds on it (the Jacobi mass split).
+    pub split: u32,
+    /// Per bucket and histogram group: manifolds, then (scanned) offsets.
+    pub histogram: u32,
+    /// Manifold indices bucketed by color.
+    pub colored: u32,
+    /// Per bucket: first index in `colored`, then the total; `buckets + 1`.
+    pub bucket_offsets: u32,
+    /// Per bucket: indirect dispatch arguments (x, y, z), at this word of the separate `args`
+    /// buffer (a buffer read by an indirect dispatch cannot be written by the same dispatch).
+    pub args: u32,
+    /// Block sums of the scans.
+    pub scan_sums: u32,
+    /// Words in the arena.
+    pub total: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// Unused.
+    pub _pad1: u32,
+    /// Unused.
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<GpuWorkLayout>() == 96);
+
+/// Partial or total step statistics produced by the `stats` kernels. 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuStats {
+    /// Kinetic energy of dynamic bodies, J.
+    pub kinetic_energy: f32,
+    /// Largest penetration of any body core point (with radius) into any plane, m.
+    pub max_penetration: f32,
+    /// Active contacts.
+    pub contacts: u32,
+    /// Dynamic bodies.
+    pub dynamic_bodies: u32,
+}
+const _: () = assert!(size_of::<GpuStats>() == 16);
+
+/// Per-step constants, written once when the solver is built (uniform buffer, encased).
+#[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
+pub struct StepParams {
+    /// Gravity, m/s².
+    pub gravity: Vec3,
+    /// Step, s.
+    pub dt: f32,
+    /// Substep `h = dt / substeps`, s.
+    pub h: f32,
+    /// `1 / h`, 1/s.
+    pub inv_h: f32,
+    /// Substeps per step.
+    pub substeps: u32,
+    /// Biased iterations per substep.
+    pub iterations: u32,
+    /// Relax iterations per substep.
+    pub relax_iterations: u32,
+    /// Number of bodies.
+    pub body_count: u32,
+    /// Number of planes.
+    pub plane_count: u32,
+    /// Number of static-contact slots.
+    pub slot_count: u32,
+    /// Velocity bias per metre of penetration for contacts against static geometry, 1/s.
+    pub static_bias_rate: f32,
+    /// Soft-constraint mass scale for contacts against static geometry.
+    pub static_mass_scale: f32,
+    /// Soft-constraint impulse scale for contacts against static geometry.
+    pub static_impulse_scale: f32,
+    /// Penetration that is not pushed out, m (Baumgarte only; 0 for soft contacts).
+    pub linear_slop: f32,
+    /// Largest push-out speed, m/s.
+    pub max_push_velocity: f32,
+    /// Approach speed above which restitution applies, m/s.
+    pub restitution_threshold: f32,
+    /// Speculative contact distance, m.
+    pub speculative_distance: f32,
+    /// 1 to warm start, 0 to start every step from zero impulses.
+    pub warm_start_scale: f32,
+    /// Largest rotation per substep, rad (keeps the exponential map and the contact
+    /// linearization meaningful for absurd spin rates).
+    pub max_rotation: f32,
+    /// Velocity bias per metre of penetration for contacts between two moving bodies, 1/s.
+    pub contact_bias_rate: f32,
+    /// Soft-constraint mass scale for contacts between two moving bodies.
+    pub contact_mass_scale: f32,
+    /// Soft-constraint impulse scale for contacts between two moving bodies.
+    pub contact_impulse_scale: f32,
+    /// Graph colors available before constraints overflow to Jacobi.
+    pub max_colors: u32,
+    /// Rounds of the parallel coloring per step.
+    pub coloring_rounds: u32,
+    /// 1 when bodies collide with each other, else 0.
+    pub body_contacts: u32,
+}
+
+impl StepParams {
+    /// The constants for a world's settings.
+    pub fn new(world: &World, slot_count: u32) -> Self {
+        let d = &world.desc;
+        let s = &d.solver;
+        let h = d.dt / s.substeps as f32;
+        let (soft, contact, linear_slop, relax) = match s.stabilization {
+            Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } => (
+                Softness::new(static_hertz.min(0.5 / h), static_damping_ratio, h),
+                Softness::new(contact_hertz.min(0.25 / h), contact_damping_ratio, h),
+                0.0,
+                s.relax_iterations,
+            ),
+            Stabilization::Baumgarte { beta, linear_slop } => {
+                let rigid = Softness { bias_rate: beta / h, mass_scale: 1.0, impulse_scale: 0.0 };
+                (rigid, rigid, linear_slop, 0)
+            }
+        };
+        Self {
+            gravity: d.gravity,
+            dt: d.dt,
+            h,
+            inv_h: 1.0 / h,
+            substeps: s.substeps,
+            iterations: s.iterations,
+            relax_iterations: relax,
+            body_count: world.bodies.len() as u32,
+            plane_count: world.planes.len() as u32,
+            slot_count,
+            static_bias_rate: soft.bias_rate,
+            static_mass_scale: soft.mass_scale,
+            static_impulse_scale: soft.impulse_scale,
+            linear_slop,
+            max_push_velocity: s.max_push_velocity,
+            restitution_threshold: s.restitution_threshold,
+            speculative_distance: s.speculative_distance,
+            warm_start_scale: if s.warm_starting { 1.0 } else { 0.0 },
+            max_rotation: 0.25 * std::f32::consts::PI,
+            contact_bias_rate: contact.bias_rate,
+            contact_mass_scale: contact.mass_scale,
+            contact_impulse_scale: contact.impulse_scale,
+            max_colors: s.max_colors,
+            // Jacobi for everything: no coloring rounds, every constraint overflows.
+            coloring_rounds: if s.constraint_solver == crate::world::ConstraintSolver::Jacobi {
+                0
+            } else {
+                s.coloring_rounds
+            },
+            body_contacts: s.body_contacts as u32,
+        }
+    }
+}
+
+/// Where a body's internal frame (centre of mass, principal axes) sits in its user frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BodyFrame {
+    pub local_center_of_mass: Vec3,
+    pub principal_frame: Quat,
+}
+
+impl BodyFrame {
+    /// Converts an internal state to the user's view of it.
+    pub fn user_state(&self, b: &GpuBody) -> BodyState {
+        let p = self.principal_frame;
+        let orientation = quat_mul(b.orientation, Quat::from_xyzw(-p.x, -p.y, -p.z, p.w)).normalize();
+        BodyState {
+            position: b.position - rotate(orientation, self.local_center_of_mass),
+            orientation,
+            linear_velocity: b.linear_velocity,
+            angular_velocity: b.angular_velocity,
+        }
+    }
+}
+
+/// A world flattened into the arrays both backends step.
+#[derive(Clone, Debug)]
+pub(crate) struct Packed {
+    pub params: StepParams,
+    pub bodies: Vec<GpuBody>,
+    pub props: Vec<GpuBodyProps>,
+    pub shapes: Vec<GpuShape>,
+    pub geometry: Vec<Vec4>,
+    pub topology: Vec<u32>,
+    pub planes: Vec<GpuPlane>,
+    pub frames: Vec<BodyFrame>,
+    pub slot_count: u32,
+}
+
+impl Packed {
+    pub fn new(world: &World) -> Self {
+        let mut tables = ShapeTables::default();
+        let plane_count = world.planes.len() as u32;
+        let mut slot_count = 0u32;
+        let mut bodies = Vec::with_capacity(world.bodies.len());
+        let mut props = Vec::with_capacity(world.bodies.len());
+        let mut frames = Vec::with_capacity(world.bodies.len());
+        for record in &world.bodies {
+            let (desc, mp) = (&record.desc, &record.mass);
+            let shape = tables.add(&desc.shape, mp);
+            let dynamic = desc.kind == BodyKind::Dynamic;
+            let slot_offset = slot_count;
+            if dynamic {
+                slot_count += tables.shapes[shape as usize].point_count * plane_count;
+            }
+            let orientation = quat_mul(desc.orientation, mp.principal_frame).normalize();
+            let (linear_velocity, angular_velocity) = match desc.kind {
+                BodyKind::Static => (Vec3::ZERO, Vec3::ZERO),
+                _ => (desc.linear_velocity, desc.angular_velocity),
+            };
+            bodies.push(GpuBody {
+                position: desc.position + rotate(desc.orientation, mp.local_center_of_mass),
+                inv_mass: if dynamic { 1.0 / mp.mass } else { 0.0 },
+                orientation,
+                linear_velocity,
+                angular_velocity,
+                ..GpuBody::default()
+            });
+            props.push(GpuBodyProps {
+                inv_inertia: if dynamic { mp.principal_inertia.recip() } else { Vec3::ZERO },
+                shape,
+                slot_offset,
+                kind: match desc.kind {
+                    BodyKind::Dynamic => KIND_DYNAMIC,
+                    BodyKind::Static => KIND_STATIC,
+                    BodyKind::Kinematic => KIND_KINEMATIC,
+                },
+                friction: desc.material.friction,
+                restitution: desc.material.restitution,
+                linear_damping: desc.linear_damping,
+                angular_damping: desc.angular_damping,
+                ..GpuBodyProps::default()
+            });
+            frames
+                .push(BodyFrame { local_center_of_mass: mp.local_center_of_mass, principal_frame: mp.principal_frame });
+        }
+        let planes = world
+            .planes
+            .iter()
+            .map(|p| GpuPlane {
+                normal: p.normal,
+                offset: p.offset,
+                friction: p.material.friction,
+                restitution: p.material.restitution,
+                ..GpuPlane::default()
+            })
+            .collect();
+        let ShapeTables { shapes, geometry, topology, .. } = tables;
+        Self {
+            params: StepParams::new(world, slot_count),
+            bodies,
+            props,
+            shapes,
+            geometry,
+            topology,
+            planes,
+            frames,
+            slot_count,
+        }
+    }
+}
+
+/// The shape tables under construction; bodies with the same shape share one entry.
+#[derive(Default)]
+struct ShapeTables {
+    shapes: Vec<GpuShape>,
+    geometry: Vec<Vec4>,
+    topology: Vec<u32>,
+    index: HashMap<Vec<u32>, u32>,
+}
+
+impl ShapeTables {
+    /// The index of `shape` (in the principal frame of `mp`), adding it if it is new.
+    fn add(&mut self, shape: &Shape, mp: &MassProperties) -> u32 {
+        let p = mp.principal_frame;
+        let to_principal = Quat::from_xyzw(-p.x, -p.y, -p.z, p.w);
+        let core: Vec<Vec3> =
+            shape.core_points().iter().map(|v| rotate(to_principal, *v - mp.local_center_of_mass)).collect();
+        let mut key: Vec<u32> = core.iter().flat_map(|v| v.to_array().map(f32::to_bits)).collect();
+        key.push(shape.radius().to_bits());
+        if let Some(&index) = self.index.get(&key) {
+            return index;
+        }
+        let polytope =
+            shape.polytope().map(|poly| poly.mapped(to_principal, rotate(to_principal, -mp.local_center_of_mass)));
+        let first_point = self.geometry.len() as u32;
+        let first_topology = self.topology.len() as u32;
+        let kind = match (&polytope, core.len()) {
+            (Some(_), _) => SHAPE_POLYTOPE,
+            (None, 1) => SHAPE_POINT,
+            (None, _) => SHAPE_SEGMENT,
+        };
+        let (mut face_count, mut edge_count, mut point_count) = (0, 0, core.len() as u32);
+        match &polytope {
+            Some(poly) => {
+                point_count = poly.vertices.len() as u32;
+                face_count = poly.faces.len() as u32;
+                edge_count = poly.edges.len() as u32;
+                self.geometry.extend(poly.vertices.iter().map(|v| v.extend(0.0)));
+                self.geometry.extend(poly.faces.iter().map(|f| f.normal.extend(f.offset)));
+                let mut start = 0u32;
+                for f in &poly.faces {
+                    self.topology.push(start);
+                    start += f.vertices.len() as u32;
+                }
+                self.topology.push(start);
+                for f in &poly.faces {
+                    self.topology.extend(&f.vertices);
+                }
+            }
+            None => self.geometry.extend(core.iter().map(|v| v.extend(0.0))),
+        }
+        let first_edge = self.topology.len() as u32;
+        for e in polytope.iter().flat_map(|poly| &poly.edges) {
+            self.topology.extend([e.a, e.b, e.faces[0], e.faces[1]]);
+        }
+        let index = self.shapes.len() as u32;
+        self.shapes.push(GpuShape {
+            first_point,
+            point_count,
+            face_count,
+            first_topology,
+            first_edge,
+            edge_count,
+            radius: shape.radius(),
+            kind,
+        });
+        self.index.insert(key, index);
+        index
+    }
+}

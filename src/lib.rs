@@ -1,0 +1,65 @@
+//! # signorini
+//!
+//! Rigid bodies in contact, stepped on the GPU by WGSL compute shaders through wgpu, with a CPU
+//! reference path that runs the same stages on the same data so every GPU result can be checked.
+//!
+//! The contact model is the Signorini conditions at velocity level (`a ≥ 0`, `v_n ≥ 0`,
+//! `a v_n = 0`) solved by projected Gauss-Seidel with accumulated impulses, Coulomb friction in
+//! the disk `|j_t| ≤ μ j_n`, Newton restitution, and soft contacts over substeps for
+//! stability. Contacts with static planes are found by testing every core point of a body
+//! (hull vertices, sphere and capsule centres with their radius) against every plane, with
+//! speculative margins so that fast bodies do not pass through.
+//!
+//! ```no_run
+//! use signorini::prelude::*;
+//!
+//! let mut world = World::new(WorldDesc::default())?;
+//! world.add_plane(Plane::new(Vec3::Y, 0.0))?;
+//! let cube = world.add_body(
+//!     RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, 2.0, 0.0)),
+//! )?;
+//! // The GPU if there is one, the CPU reference solver otherwise.
+//! let mut solver: Box<dyn Solver> = match GpuContext::new() {
+//!     Ok(gpu) => Box::new(GpuSolver::new(&gpu, &world)?),
+//!     Err(_) => Box::new(CpuSolver::new(&world)?),
+//! };
+//! solver.step_many(120);
+//! println!("{:?} {:?}", solver.body_state(cube)?, solver.stats()?);
+//! # Ok::<(), signorini::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod body;
+mod collide;
+pub mod coloring;
+mod cpu;
+mod error;
+mod gpu;
+pub mod layout;
+pub mod math;
+pub mod polytope;
+pub mod scenes;
+mod shape;
+mod solver;
+mod world;
+
+pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDesc};
+pub use cpu::CpuSolver;
+pub use error::{Error, Result};
+pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
+pub use shape::{ConvexHull, MassProperties, Shape};
+pub use solver::{Solver, StepStats};
+pub use world::{ConstraintSolver, Plane, PlaneHandle, SolverSettings, Stabilization, World, WorldDesc};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// The types most programs need, and the glam types the API speaks.
+pub mod prelude {
+    pub use crate::{
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Plane, RigidBodyDesc,
+        Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
+    };
+    pub use glam::{Quat, Vec3};
+}

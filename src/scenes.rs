@@ -1,0 +1,353 @@
+//! Scenes shared by the tests, the examples and the benchmarks, built deterministically from a
+//! seed so that every run of every consumer steps the same bodies.
+
+use glam::{Quat, Vec3};
+
+use crate::body::RigidBodyDesc;
+use crate::error::Result;
+use crate::shape::Shape;
+use crate::world::{Plane, World, WorldDesc};
+
+/// The 32-bit linear congruential generator of the standard benchmark scenes:
+/// `state = state * 2147001325 + 715136305` (wrapping); a draw is `(state & 0xffff) / 65535 - 0.5`.
+#[derive(Clone, Debug)]
+pub struct Lcg(pub u32);
+
+impl Lcg {
+    /// The next draw in `[-0.5, 0.5]`.
+    pub fn next_centered(&mut self) -> f32 {
+        self.0 = self.0.wrapping_mul(2_147_001_325).wrapping_add(715_136_305);
+        (self.0 & 0xffff) as f32 / 65535.0 - 0.5
+    }
+
+    /// The next draw in `[lo, hi]`.
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (self.next_centered() + 0.5) * (hi - lo)
+    }
+
+    /// A uniformly distributed unit quaternion (normalized 4D Gaussian-free draw by rejection).
+    pub fn rotation(&mut self) -> Quat {
+        loop {
+            let q =
+                glam::Vec4::new(self.next_centered(), self.next_centered(), self.next_centered(), self.next_centered());
+            let len = q.length();
+            if len > 0.05 && len <= 0.5 {
+                let q = q / len;
+                return Quat::from_xyzw(q.x, q.y, q.z, q.w);
+            }
+        }
+    }
+}
+
+/// The points of the standard `convex_pile` hull: 32 points on a sphere of radius 2, drawn
+/// with [`Lcg`] from state 42 by rejection inside the ball of radius 0.5 and normalized.
+pub fn bench_hull_points() -> Vec<Vec3> {
+    let mut rng = Lcg(42);
+    let mut points = Vec::with_capacity(32);
+    while points.len() < 32 {
+        let p = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+        if p.length_squared() <= 0.25 && p.length_squared() > 0.0 {
+            points.push(p.normalize() * 2.0);
+        }
+    }
+    points
+}
+
+/// Parameters of [`falling_bodies`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FallingBodies {
+    /// Number of bodies.
+    pub count: usize,
+    /// Add a second, tilted plane (a 22° ramp rising towards +x from x = 0) to the floor.
+    pub ramp: bool,
+    /// Seed of the generator that picks shapes, sizes, poses and velocities.
+    pub seed: u32,
+    /// Linear and angular damping rate of every body, 1/s (air drag; 0 lets balls roll forever).
+    pub damping: f32,
+    /// Random orientations, spins up to 2 rad/s and restitution up to 0.5 (a chaotic rain);
+    /// otherwise every body falls unrotated, without spin or bounce.
+    pub tumble: bool,
+}
+
+impl Default for FallingBodies {
+    fn default() -> Self {
+        Self { count: 1000, ramp: true, seed: 7, damping: 0.0, tumble: true }
+    }
+}
+
+/// A rain of mixed bodies (spheres, boxes, capsules, hulls of 12 random points) over a floor,
+/// and optionally a ramp, on a square grid 1.5 m apart, 1 to 3.5 m above the planes, each with
+/// a small random velocity, density 500 to 2000 kg/m³ and friction 0.2 to 0.8; tumbling, also a
+/// random orientation, spin and restitution; otherwise unrotated, capsules lying along z. Bodies do not collide with each other yet, only
+/// with the planes.
+pub fn falling_bodies(desc: WorldDesc, scene: FallingBodies) -> Result<World> {
+    let mut world = World::new(desc)?;
+    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.6))?;
+    if scene.ramp {
+        let angle = 22.0_f32.to_radians();
+        world.add_plane(Plane::new(Vec3::new(-angle.sin(), angle.cos(), 0.0), 0.0).friction(0.5))?;
+    }
+    let mut rng = Lcg(scene.seed);
+    let side = (scene.count as f32).sqrt().ceil() as usize;
+    let spacing = 1.5;
+    let half = side as f32 * spacing / 2.0;
+    for i in 0..scene.count {
+        let (gx, gz) = (i % side, i / side);
+        let shape = match i % 4 {
+            0 => Shape::sphere(rng.range(0.1, 0.4)),
+            1 => Shape::cuboid(Vec3::new(rng.range(0.1, 0.4), rng.range(0.1, 0.4), rng.range(0.1, 0.4))),
+            2 => Shape::capsule(rng.range(0.1, 0.3), rng.range(0.08, 0.2)),
+            _ => {
+                let points: Vec<Vec3> = (0..12)
+                    .map(|_| Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.7)
+                    .collect();
+                match Shape::convex_hull(&points) {
+                    Ok(hull) => hull,
+                    Err(_) => Shape::cuboid(Vec3::splat(0.2)),
+                }
+            }
+        };
+        let position = Vec3::new(gx as f32 * spacing - half, rng.range(1.0, 3.5), gz as f32 * spacing - half);
+        let lift = if scene.ramp { position.x.max(0.0) * 22.0_f32.to_radians().tan() } else { 0.0 };
+        let orientation = rng.rotation();
+        let velocity = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+        let spin = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 4.0;
+        let (density, friction, restitution) = (rng.range(500.0, 2000.0), rng.range(0.2, 0.8), rng.range(0.0, 0.5));
+        let body = RigidBodyDesc::dynamic(shape)
+            .position(position + Vec3::Y * lift)
+            .linear_velocity(velocity)
+            .density(density)
+            .friction(friction)
+            .damping(scene.damping, scene.damping);
+        world.add_body(if scene.tumble {
+            body.orientation(orientation).angular_velocity(spin).restitution(restitution)
+        } else if i % 4 == 2 {
+            // A capsule lies on its side rather than balancing on an end cap.
+            body.orientation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2))
+        } else {
+            body
+        })?;
+    }
+    Ok(world)
+}
+
+/// World settings of the standard benchmark scenes: dt 1/60 s, 4 substeps, gravity
+/// (0, -10, 0), bodies colliding with each other.
+pub fn bench_desc() -> WorldDesc {
+    let mut desc = WorldDesc { gravity: Vec3::new(0.0, -10.0, 0.0), ..WorldDesc::default() };
+    desc.solver.body_contacts = true;
+    desc
+}
+
+/// The benchmark ground: a static box at (0, -1, 0) with half-extents (G, 1, G), top face at y = 0.
+pub fn add_ground(world: &mut World, half_extent: f32) -> Result<crate::BodyHandle> {
+    world.add_body(
+        RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(half_extent, 1.0, half_extent)))
+            .position(Vec3::new(0.0, -1.0, 0.0))
+            .friction(0.6),
+    )
+}
+
+/// A cube of the benchmark scenes: half-extent 0.5, density 100 (100 kg), friction 0.6.
+fn bench_cube(position: Vec3) -> RigidBodyDesc {
+    RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(position).density(100.0).friction(0.6)
+}
+
+/// A pyramid one box thick in the XY plane, `base` boxes wide, on the benchmark ground
+/// (`large_pyramid` is base 100: 5,050 boxes, G = 400). Level `i`, box `j` (`i <= j < base`)
+/// sits at `x = (i + 1) / 2 + (j - i) - base / 2`, `y = i + 1/2`: boxes touch exactly. Returns
+/// the world and the top box.
+pub fn pyramid(desc: WorldDesc, base: usize) -> Result<(World, crate::BodyHandle)> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, if base >= 100 { 400.0 } else { (base as f32).max(10.0) * 2.0 })?;
+    let mut top = None;
+    for i in 0..base {
+        for j in i..base {
+            let x = (i as f32 + 1.0) * 0.5 + (j - i) as f32 - base as f32 / 2.0;
+            top = Some(world.add_body(bench_cube(Vec3::new(x, i as f32 + 0.5, 0.0)))?);
+        }
+    }
+    Ok((world, top.expect("base > 0")))
+}
+
+/// `many_pyramids`: 14 x 14 pyramids of base 10 (10,780 boxes) on the ground with G = 77.
+pub fn many_pyramids(desc: WorldDesc) -> Result<World> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 77.0)?;
+    for r in 0..14 {
+        for c in 0..14 {
+            let (cx, z) = (-76.0 + 11.0 * c as f32, -76.0 + r as f32 * 152.0 / 13.0);
+            for i in 0..10 {
+                for j in i..10 {
+                    let x = cx + 0.5 * i as f32 + (j - i) as f32;
+                    world.add_body(bench_cube(Vec3::new(x, i as f32 + 0.5, z)))?;
+                }
+            }
+        }
+    }
+    Ok(world)
+}
+
+/// `convex_pile`: 8 x 8 x 80 copies of the 32-point benchmark hull (5,120), density 1000,
+/// friction 0.6, over the ground with G = 250.
+pub fn convex_pile(desc: WorldDesc) -> Result<World> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 250.0)?;
+    let hull = Shape::convex_hull(&bench_hull_points())?;
+    for layer in 0..80 {
+        for ix in 0..8 {
+            for iz in 0..8 {
+                let position = Vec3::new((ix as f32 - 4.0) * 4.0, 2.0 + 4.0 * layer as f32, (iz as f32 - 4.0) * 4.0);
+                world
+                    .add_body(RigidBodyDesc::dynamic(hull.clone()).position(position).density(1000.0).friction(0.6))?;
+            }
+        }
+    }
+    Ok(world)
+}
+
+/// A vertical stack of `height` unit cubes (100 kg) on the ground, touching exactly. Returns the
+/// world and the boxes, bottom first.
+pub fn vertical_stack(desc: WorldDesc, height: usize) -> Result<(World, Vec<crate::BodyHandle>)> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 20.0)?;
+    let boxes = (0..height)
+        .map(|i| world.add_body(bench_cube(Vec3::new(0.0, i as f32 + 0.5, 0.0))))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((world, boxes))
+}
+
+/// A stack whose masses differ by 1:100: a 1 kg cube carrying a 100 kg cube carrying a 1 kg
+/// cube. Returns the world and the three boxes, bottom first.
+pub fn mass_ratio_stack(desc: WorldDesc) -> Result<(World, Vec<crate::BodyHandle>)> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 20.0)?;
+    let boxes = [1.0, 100.0, 1.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &mass)| {
+            world.add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+                    .position(Vec3::new(0.0, i as f32 + 0.5, 0.0))
+                    .mass(mass)
+                    .friction(0.6),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((world, boxes))
+}
+
+/// A running-bond brick wall, `width` bricks of 1 x 0.5 x 0.5 m wide and `height` courses high,
+/// every other course shifted by half a brick.
+pub fn wall(desc: WorldDesc, width: usize, height: usize) -> Result<World> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 40.0)?;
+    let brick = Shape::cuboid(Vec3::new(0.5, 0.25, 0.25));
+    for course in 0..height {
+        let shift = if course % 2 == 0 { 0.0 } else { 0.5 };
+        for k in 0..width {
+            let x = k as f32 + shift - width as f32 / 2.0;
+            world.add_body(
+                RigidBodyDesc::dynamic(brick.clone())
+                    .position(Vec3::new(x, 0.25 + 0.5 * course as f32, 0.0))
+                    .density(500.0),
+            )?;
+        }
+    }
+    Ok(world)
+}
+
+/// `count` dominoes (0.1 x 1 x 0.5 m, 0.6 m apart) and a push on the first.
+pub fn dominoes(desc: WorldDesc, count: usize) -> Result<World> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 40.0)?;
+    for k in 0..count {
+        let mut domino = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.05, 0.5, 0.25)))
+            .position(Vec3::new(k as f32 * 0.6 - count as f32 * 0.3, 0.5, 0.0))
+            .density(700.0);
+        if k == 0 {
+            domino = domino.angular_velocity(Vec3::new(0.0, 0.0, -2.0));
+        }
+        world.add_body(domino)?;
+    }
+    Ok(world)
+}
+
+/// A house of cards: `levels` storeys of leaning pairs (thin plates at ±20° from vertical)
+/// capped by flat plates.
+pub fn card_house(desc: WorldDesc, levels: usize) -> Result<World> {
+    let mut world = World::new(desc)?;
+    add_ground(&mut world, 40.0)?;
+    let card = Shape::cuboid(Vec3::new(0.01, 0.5, 0.35));
+    let flat = Shape::cuboid(Vec3::new(0.5, 0.01, 0.35));
+    let lean = 20.0_f32.to_radians();
+    let (height, spread) = (lean.cos(), lean.sin() * 0.5 + 0.011);
+    for level in 0..levels {
+        let pairs = levels - level;
+        let y = level as f32 * (height + 0.02);
+        for k in 0..pairs {
+            let x = (k as f32 - (pairs as f32 - 1.0) / 2.0) * 1.0 + level as f32 * 0.0;
+            for side in [-1.0_f32, 1.0] {
+                world.add_body(
+                    RigidBodyDesc::dynamic(card.clone())
+                        .position(Vec3::new(x + side * spread, y + 0.5 * height, 0.0))
+                        .orientation(Quat::from_rotation_z(side * lean))
+                        .friction(0.9),
+                )?;
+            }
+            if k + 1 < pairs {
+                world.add_body(
+                    RigidBodyDesc::dynamic(flat.clone())
+                        .position(Vec3::new(x + 0.5, y + height + 0.011, 0.0))
+                        .friction(0.9),
+                )?;
+            }
+        }
+    }
+    Ok(world)
+}
+
+/// A rain of `count` mixed bodies (spheres, boxes, capsules, hulls) falling into an open box
+/// (a floor and four static walls) sized for them, from layers above it: one body per metre
+/// cell, each inside a ball of radius 0.49 m so no two start overlapping.
+pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
+    let mut world = World::new(desc)?;
+    let side = ((count as f32 / 8.0).sqrt().ceil()).max(3.0);
+    let half = side * 0.5;
+    add_ground(&mut world, half + 2.0)?;
+    for (x, z, hx, hz) in [
+        (half + 0.5, 0.0, 0.5, half + 1.0),
+        (-half - 0.5, 0.0, 0.5, half + 1.0),
+        (0.0, half + 0.5, half + 1.0, 0.5),
+        (0.0, -half - 0.5, half + 1.0, 0.5),
+    ] {
+        world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(hx, 4.0, hz))).position(Vec3::new(x, 4.0, z)))?;
+    }
+    let mut rng = Lcg(seed);
+    let per_layer = (side as usize) * (side as usize);
+    for i in 0..count {
+        let (layer, k) = (i / per_layer, i % per_layer);
+        let (gx, gz) = ((k % side as usize) as f32, (k / side as usize) as f32);
+        let position = Vec3::new(gx - half + 0.5, 1.0 + layer as f32 * 1.0, gz - half + 0.5);
+        let shape = match i % 4 {
+            0 => Shape::sphere(rng.range(0.2, 0.4)),
+            1 => Shape::cuboid(Vec3::new(rng.range(0.12, 0.28), rng.range(0.12, 0.28), rng.range(0.12, 0.28))),
+            2 => Shape::capsule(rng.range(0.1, 0.2), rng.range(0.1, 0.2)),
+            _ => {
+                let points: Vec<Vec3> = (0..12)
+                    .map(|_| Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.5)
+                    .collect();
+                Shape::convex_hull(&points).unwrap_or_else(|_| Shape::cuboid(Vec3::splat(0.2)))
+            }
+        };
+        world.add_body(
+            RigidBodyDesc::dynamic(shape)
+                .position(position)
+                .orientation(rng.rotation())
+                .linear_velocity(Vec3::new(rng.next_centered(), 0.0, rng.next_centered()))
+                .density(rng.range(500.0, 2000.0))
+                .friction(0.6),
+        )?;
+    }
+    Ok(world)
+}

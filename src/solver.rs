@@ -1,0 +1,86 @@
+//! The interface both backends implement, and the statistics they report.
+
+use glam::Vec3;
+
+use crate::body::{BodyHandle, BodyState};
+use crate::error::Result;
+
+/// Physical statistics of the current state and of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepStats {
+    /// Steps taken since the solver was built.
+    pub steps: u64,
+    /// Active contacts in the last step (speculative ones included).
+    pub contacts: u32,
+    /// Solver iterations per step: substeps x (biased + relax iterations).
+    pub iterations: u32,
+    /// Largest penetration of any dynamic body into any plane in the current state, m
+    /// (0 when nothing penetrates).
+    pub max_penetration: f32,
+    /// Kinetic energy of the dynamic bodies, `Σ ½ m v² + ½ ωᵀ I ω`, J.
+    pub kinetic_energy: f32,
+    /// Number of dynamic bodies.
+    pub dynamic_bodies: u32,
+    /// Graph colors holding body-body constraints in the last step.
+    pub colors: u32,
+    /// Body-body constraints beyond the colors, solved by mass-splitting Jacobi, last step.
+    pub overflow: u32,
+    /// Pairs or manifolds that did not fit the GPU's buffers in the last step read back; the
+    /// buffers grow for the next step. Always 0 on the CPU.
+    pub dropped: u32,
+}
+
+/// A contact solver stepping a [`World`](crate::World): the GPU solver and the CPU reference
+/// solver implement the same stages and are used through this one interface.
+pub trait Solver {
+    /// A short description of the backend, e.g. `"cpu"` or `"gpu: NVIDIA H100 (Vulkan)"`.
+    fn backend(&self) -> String;
+
+    /// Advances the world by one time step. On the GPU this records and submits work and
+    /// returns without waiting for it.
+    fn step(&mut self);
+
+    /// Advances the world by `n` steps. On the GPU all of them go into one command buffer
+    /// with no round trip to the CPU.
+    fn step_many(&mut self, n: u32);
+
+    /// Steps taken since the solver was built.
+    fn steps_taken(&self) -> u64;
+
+    /// Waits until every submitted step has finished (a no-op on the CPU). Timing code calls
+    /// it; nothing else needs to, since reads wait by themselves.
+    fn synchronize(&mut self) -> Result<()>;
+
+    /// The state of every body, in handle order. On the GPU this waits for the queued steps
+    /// and reads the bodies back.
+    fn body_states(&mut self) -> Result<Vec<BodyState>>;
+
+    /// The state of one body.
+    fn body_state(&mut self, body: BodyHandle) -> Result<BodyState>;
+
+    /// Statistics of the current state and of the last step. On the GPU the sums are
+    /// reduced there and only a few bytes come back.
+    fn stats(&mut self) -> Result<StepStats>;
+
+    /// Sets the velocity of a dynamic or kinematic body's centre of mass (m/s) and its angular
+    /// velocity (world frame, rad/s); takes effect from the next step.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
+    /// [`Error::StaticBody`](crate::Error::StaticBody) for a static body,
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
+    fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
+}
+
+/// Step statistics from the reduced per-body sums.
+pub(crate) fn stats_from(params: &crate::layout::StepParams, steps: u64, total: crate::layout::GpuStats) -> StepStats {
+    StepStats {
+        steps,
+        contacts: total.contacts,
+        iterations: params.substeps * (params.iterations + params.relax_iterations),
+        max_penetration: total.max_penetration,
+        kinetic_energy: total.kinetic_energy,
+        dynamic_bodies: total.dynamic_bodies,
+        ..StepStats::default()
+    }
+}

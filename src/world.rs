@@ -1,0 +1,363 @@
+//! The world description: settings, bodies and static planes. Solvers are built from it.
+
+use glam::Vec3;
+
+use crate::body::{BodyHandle, BodyKind, MassSpec, Material, RigidBodyDesc};
+use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
+use crate::shape::MassProperties;
+
+/// How positional error (penetration) is removed.
+///
+/// The default is [`Stabilization::Soft`]: soft contacts solved over substeps, then a relax
+/// iteration without bias (the soft step of Box2D v3 and Catto's "Solver2D" study). Baumgarte
+/// feeds a fraction of the penetration back as velocity inside the same rigid solve; that
+/// velocity stays in the bodies, so stacks jitter and resting bodies bounce unless the slop and
+/// `beta` are tuned per scene. The soft step removes the pushing velocity in its relax pass and
+/// its spring is integrated implicitly, so it is stable at any stiffness; Baumgarte stays
+/// available because it is the textbook formulation of seed 000 and a useful reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stabilization {
+    /// Soft contacts: a spring of the given frequency and damping ratio pushes penetrating
+    /// bodies apart during the biased solve; the relax iterations remove that velocity.
+    Soft {
+        /// Stiffness of contacts between two bodies that can move, Hz. Default 60. Clamped to a
+        /// quarter of the substep rate (60 Hz at 4 substeps of 1/60 s), above which one
+        /// Gauss-Seidel sweep no longer damps a stack's rocking.
+        contact_hertz: f32,
+        /// Damping ratio of those contacts. Default 10.
+        contact_damping_ratio: f32,
+        /// Stiffness of contacts against static geometry, Hz. Default 60. Clamped to half the
+        /// substep rate.
+        static_hertz: f32,
+        /// Damping ratio of contacts against static geometry. Default 5.
+        static_damping_ratio: f32,
+    },
+    /// Baumgarte stabilization: velocity bias `beta / h * min(0, s + slop)` inside a rigid
+    /// solve, no relax pass.
+    Baumgarte {
+        /// Fraction of the penetration removed per substep, in `(0, 1]`. Default 0.2.
+        beta: f32,
+        /// Penetration left alone to keep resting contacts from jittering, m. Default 0.005.
+        linear_slop: f32,
+    },
+}
+
+impl Default for Stabilization {
+    fn default() -> Self {
+        Self::Soft { contact_hertz: 60.0, contact_damping_ratio: 10.0, static_hertz: 60.0, static_damping_ratio: 5.0 }
+    }
+}
+
+impl Stabilization {
+    /// Baumgarte stabilization with its default parameters.
+    pub fn baumgarte() -> Self {
+        Self::Baumgarte { beta: 0.2, linear_slop: 0.005 }
+    }
+}
+
+/// Parameters of the contact solver.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverSettings {
+    /// Substeps per step. Each substep integrates velocities, solves with bias, integrates
+    /// positions and relaxes. Default 4.
+    pub substeps: u32,
+    /// Biased Gauss-Seidel iterations per substep. Default 3: a base-20 pyramid of boxes comes
+    /// to rest with it (top within 9 mm of where it started, 7 of them the soft compression of
+    /// twenty levels); with 1 it keeps trembling and its top wanders by centimetres.
+    pub iterations: u32,
+    /// Relax iterations (no bias) per substep; 0 under Baumgarte. Default 1.
+    pub relax_iterations: u32,
+    /// How penetration is removed. Default [`Stabilization::Soft`].
+    pub stabilization: Stabilization,
+    /// Approach speed above which restitution applies, m/s. Default 1.
+    pub restitution_threshold: f32,
+    /// Contacts are created this far before touching, m, plus the distance a point can travel
+    /// in one step, so that fast bodies meet the plane instead of passing it. Default 0.02.
+    pub speculative_distance: f32,
+    /// Largest speed at which penetration is pushed out, m/s. Default 3.
+    pub max_push_velocity: f32,
+    /// Whether last step's impulses seed this step's solve (warm starting). Default true.
+    pub warm_starting: bool,
+    /// Whether bodies collide with each other (not only with planes). Default false for now:
+    /// body-body contacts run on the CPU solver and are being brought to the GPU solver,
+    /// which reports them as unsupported until then.
+    pub body_contacts: bool,
+    /// How body-body constraints are solved. Default [`ConstraintSolver::Colored`].
+    pub constraint_solver: ConstraintSolver,
+    /// Graph colors available, 1 to 32; constraints that find none are solved by
+    /// mass-splitting Jacobi. Default 24.
+    pub max_colors: u32,
+    /// Rounds of the parallel coloring per step (seeded from the last step's colors, so a
+    /// settled scene needs one). Default 8.
+    pub coloring_rounds: u32,
+}
+
+/// How constraints between bodies are solved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConstraintSolver {
+    /// Graph-colored projected Gauss-Seidel: the constraints of one color share no dynamic
+    /// body and are solved in parallel, the colors one after another; constraints beyond the
+    /// color cap are solved by mass-splitting Jacobi.
+    #[default]
+    Colored,
+    /// Mass-splitting Jacobi for every constraint (Tonge et al. 2012).
+    Jacobi,
+}
+
+impl Default for SolverSettings {
+    fn default() -> Self {
+        Self {
+            substeps: 4,
+            iterations: 3,
+            relax_iterations: 1,
+            stabilization: Stabilization::default(),
+            restitution_threshold: 1.0,
+            speculative_distance: 0.02,
+            max_push_velocity: 3.0,
+            warm_starting: true,
+            body_contacts: false,
+            constraint_solver: ConstraintSolver::Colored,
+            max_colors: 24,
+            coloring_rounds: 8,
+        }
+    }
+}
+
+/// Global settings of a world.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldDesc {
+    /// Gravitational acceleration, m/s². Default `(0, -9.81, 0)`: y is up.
+    pub gravity: Vec3,
+    /// Time step, s. Default 1/60.
+    pub dt: f32,
+    /// Solver parameters.
+    pub solver: SolverSettings,
+}
+
+impl Default for WorldDesc {
+    fn default() -> Self {
+        Self { gravity: Vec3::new(0.0, -9.81, 0.0), dt: 1.0 / 60.0, solver: SolverSettings::default() }
+    }
+}
+
+impl WorldDesc {
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<()> {
+        check_finite("gravity", self.gravity, self.gravity.is_finite())?;
+        check_positive("time step", self.dt)?;
+        let s = &self.solver;
+        if s.substeps == 0 {
+            return Err(Error::OutOfRange { what: "substeps", range: "[1, inf)", value: 0.0 });
+        }
+        if s.iterations == 0 {
+            return Err(Error::OutOfRange { what: "iterations", range: "[1, inf)", value: 0.0 });
+        }
+        check_non_negative("restitution threshold", s.restitution_threshold)?;
+        check_non_negative("speculative distance", s.speculative_distance)?;
+        check_positive("max push velocity", s.max_push_velocity)?;
+        if s.max_colors == 0 || s.max_colors > crate::layout::MAX_COLORS {
+            return Err(Error::OutOfRange { what: "max colors", range: "[1, 32]", value: s.max_colors as f32 });
+        }
+        if s.coloring_rounds == 0 {
+            return Err(Error::OutOfRange { what: "coloring rounds", range: "[1, inf)", value: 0.0 });
+        }
+        match s.stabilization {
+            Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } => {
+                check_non_negative("contact hertz", contact_hertz)?;
+                check_non_negative("contact damping ratio", contact_damping_ratio)?;
+                check_non_negative("static contact hertz", static_hertz)?;
+                check_non_negative("static contact damping ratio", static_damping_ratio)?;
+            }
+            Stabilization::Baumgarte { beta, linear_slop } => {
+                check_positive("Baumgarte beta", beta)?;
+                if beta > 1.0 {
+                    return Err(Error::OutOfRange { what: "Baumgarte beta", range: "(0, 1]", value: beta });
+                }
+                check_non_negative("linear slop", linear_slop)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A static half-space boundary: the points `x` with `normal · x = offset`, solid below.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plane {
+    /// Outward normal (towards the free side). Normalized on insertion; must not be zero.
+    pub normal: Vec3,
+    /// Signed distance of the plane from the origin along `normal`, m.
+    pub offset: f32,
+    /// Surface material.
+    pub material: Material,
+}
+
+impl Plane {
+    /// The plane `normal · x = offset` with the default material.
+    pub fn new(normal: Vec3, offset: f32) -> Self {
+        Self { normal, offset, material: Material::default() }
+    }
+
+    /// The plane through `point` with the given normal.
+    pub fn through(normal: Vec3, point: Vec3) -> Self {
+        let n = normal.normalize_or_zero();
+        Self::new(normal, n.dot(point) * normal.length())
+    }
+
+    /// Sets the material.
+    #[must_use]
+    pub fn material(mut self, material: Material) -> Self {
+        self.material = material;
+        self
+    }
+
+    /// Sets the friction coefficient.
+    #[must_use]
+    pub fn friction(mut self, friction: f32) -> Self {
+        self.material.friction = friction;
+        self
+    }
+
+    /// Sets the restitution coefficient.
+    #[must_use]
+    pub fn restitution(mut self, restitution: f32) -> Self {
+        self.material.restitution = restitution;
+        self
+    }
+
+    /// Checks the plane and returns it with a unit normal and the offset scaled to match.
+    fn normalized(&self) -> Result<Self> {
+        check_finite("plane normal", self.normal, self.normal.is_finite())?;
+        check_finite("plane offset", self.offset, self.offset.is_finite())?;
+        self.material.validate()?;
+        let len = self.normal.length();
+        if len < 1e-6 {
+            return Err(Error::DegenerateShape { reason: "plane normal is zero".into() });
+        }
+        Ok(Self { normal: self.normal / len, offset: self.offset / len, material: self.material })
+    }
+}
+
+/// Names a plane of a [`World`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PlaneHandle(pub(crate) u32);
+
+impl PlaneHandle {
+    /// The handle of the plane with this index.
+    pub fn from_index(index: usize) -> Self {
+        Self(index as u32)
+    }
+
+    /// The plane's index, in insertion order.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A validated body: its descriptor (orientation normalized) and mass properties.
+#[derive(Clone, Debug)]
+pub(crate) struct BodyRecord {
+    pub desc: RigidBodyDesc,
+    pub mass: MassProperties,
+}
+
+/// A scene: settings, bodies and static planes, validated on insertion. Build solvers from it
+/// with [`CpuSolver::new`](crate::CpuSolver::new) or [`GpuSolver::new`](crate::GpuSolver::new).
+#[derive(Clone, Debug)]
+pub struct World {
+    pub(crate) desc: WorldDesc,
+    pub(crate) bodies: Vec<BodyRecord>,
+    pub(crate) planes: Vec<Plane>,
+}
+
+impl World {
+    /// An empty world.
+    ///
+    /// # Errors
+    /// A typed error for any setting that is not finite or out of range.
+    pub fn new(desc: WorldDesc) -> Result<Self> {
+        desc.validate()?;
+        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new() })
+    }
+
+    /// The world's settings.
+    pub fn desc(&self) -> &WorldDesc {
+        &self.desc
+    }
+
+    /// Adds a body.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a NaN or infinite field, [`Error::NonPositive`] for a zero or
+    /// negative size, density or mass, [`Error::OutOfRange`] for friction below 0 or
+    /// restitution outside `[0, 1]`, [`Error::DegenerateShape`] for a zero orientation.
+    pub fn add_body(&mut self, desc: RigidBodyDesc) -> Result<BodyHandle> {
+        let orientation = desc.validate()?;
+        let volume = desc.shape.volume();
+        let density = match desc.mass {
+            MassSpec::Density(d) => d,
+            MassSpec::Mass(m) => m / volume,
+        };
+        let mass = desc.shape.mass_properties(density);
+        if desc.kind == BodyKind::Dynamic {
+            check_positive("body mass", mass.mass)?;
+            let i = mass.principal_inertia;
+            check_positive("body inertia", i.min_element())?;
+            check_finite("body inertia", i, i.is_finite())?;
+        }
+        let index = u32::try_from(self.bodies.len()).map_err(|_| Error::OutOfRange {
+            what: "body count",
+            range: "[0, 2^32)",
+            value: self.bodies.len() as f32,
+        })?;
+        self.bodies.push(BodyRecord { desc: RigidBodyDesc { orientation, ..desc }, mass });
+        Ok(BodyHandle(index))
+    }
+
+    /// Adds a static plane.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for NaN or infinite values, [`Error::DegenerateShape`] for a zero
+    /// normal, [`Error::OutOfRange`] for a bad material.
+    pub fn add_plane(&mut self, plane: Plane) -> Result<PlaneHandle> {
+        let plane = plane.normalized()?;
+        self.planes.push(plane);
+        Ok(PlaneHandle(self.planes.len() as u32 - 1))
+    }
+
+    /// Number of bodies.
+    pub fn body_count(&self) -> usize {
+        self.bodies.len()
+    }
+
+    /// Number of planes.
+    pub fn plane_count(&self) -> usize {
+        self.planes.len()
+    }
+
+    /// The descriptor a body was created with (orientation normalized).
+    pub fn body(&self, handle: BodyHandle) -> Result<&RigidBodyDesc> {
+        self.record(handle).map(|r| &r.desc)
+    }
+
+    /// A body's mass properties.
+    pub fn mass_properties(&self, handle: BodyHandle) -> Result<&MassProperties> {
+        self.record(handle).map(|r| &r.mass)
+    }
+
+    /// A plane as stored (unit normal).
+    pub fn plane(&self, handle: PlaneHandle) -> Result<&Plane> {
+        self.planes.get(handle.index()).ok_or(Error::InvalidHandle {
+            what: "plane",
+            index: handle.0,
+            count: self.planes.len() as u32,
+        })
+    }
+
+    fn record(&self, handle: BodyHandle) -> Result<&BodyRecord> {
+        self.bodies.get(handle.index()).ok_or(Error::InvalidHandle {
+            what: "body",
+            index: handle.0,
+            count: self.bodies.len() as u32,
+        })
+    }
+}

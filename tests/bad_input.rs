@@ -1,0 +1,183 @@
+//! Bad input gets a typed error, never a panic and never a silent NaN.
+
+mod common;
+
+use signorini::prelude::*;
+
+fn world() -> World {
+    World::new(WorldDesc::default()).unwrap()
+}
+
+fn cube() -> RigidBodyDesc {
+    RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+}
+
+#[test]
+fn non_finite_body_fields_are_rejected() {
+    let mut w = world();
+    for desc in [
+        cube().position(Vec3::new(f32::NAN, 0.0, 0.0)),
+        cube().position(Vec3::new(0.0, f32::INFINITY, 0.0)),
+        cube().orientation(Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0)),
+        cube().linear_velocity(Vec3::new(0.0, 0.0, f32::NEG_INFINITY)),
+        cube().angular_velocity(Vec3::splat(f32::NAN)),
+        cube().density(f32::NAN),
+        cube().mass(f32::INFINITY),
+        cube().friction(f32::NAN),
+        cube().restitution(f32::NAN),
+        RigidBodyDesc::dynamic(Shape::sphere(f32::NAN)),
+        RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(1.0, f32::INFINITY, 1.0))),
+    ] {
+        assert!(matches!(w.add_body(desc.clone()), Err(Error::NonFinite { .. })), "{desc:?}");
+    }
+    assert_eq!(w.body_count(), 0, "a rejected body must not be added");
+}
+
+#[test]
+fn non_positive_sizes_and_masses_are_rejected() {
+    let mut w = world();
+    for desc in [
+        cube().mass(0.0),
+        cube().mass(-1.0),
+        cube().density(0.0),
+        cube().density(-5.0),
+        RigidBodyDesc::dynamic(Shape::sphere(0.0)),
+        RigidBodyDesc::dynamic(Shape::sphere(-1.0)),
+        RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(1.0, 0.0, 1.0))),
+        RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(1.0, 1.0, -1.0))),
+        RigidBodyDesc::dynamic(Shape::capsule(0.0, 0.5)),
+        RigidBodyDesc::dynamic(Shape::capsule(0.5, -0.1)),
+    ] {
+        assert!(matches!(w.add_body(desc.clone()), Err(Error::NonPositive { .. })), "{desc:?}");
+    }
+}
+
+#[test]
+fn out_of_range_materials_and_a_zero_orientation_are_rejected() {
+    let mut w = world();
+    assert!(matches!(w.add_body(cube().friction(-0.1)), Err(Error::OutOfRange { what: "friction", .. })));
+    assert!(matches!(w.add_body(cube().restitution(1.5)), Err(Error::OutOfRange { what: "restitution", .. })));
+    assert!(matches!(w.add_body(cube().restitution(-0.5)), Err(Error::OutOfRange { .. })));
+    assert!(matches!(w.add_body(cube().damping(-1.0, 0.0)), Err(Error::OutOfRange { .. })));
+    assert!(matches!(
+        w.add_body(cube().orientation(Quat::from_xyzw(0.0, 0.0, 0.0, 0.0))),
+        Err(Error::DegenerateShape { .. })
+    ));
+    // A non-unit orientation is normalized, not rejected.
+    let h = w.add_body(cube().orientation(Quat::from_xyzw(0.0, 0.0, 0.0, 2.0))).unwrap();
+    assert_eq!(w.body(h).unwrap().orientation, Quat::IDENTITY);
+}
+
+#[test]
+fn degenerate_hulls_are_rejected() {
+    let flat: Vec<Vec3> = (0..10).map(|i| Vec3::new(i as f32, (i * i) as f32, 0.0)).collect();
+    assert!(matches!(Shape::convex_hull(&flat), Err(Error::DegenerateShape { .. })));
+    assert!(matches!(Shape::convex_hull(&[Vec3::ZERO, Vec3::X, Vec3::Y]), Err(Error::DegenerateShape { .. })));
+    assert!(matches!(Shape::convex_hull(&[]), Err(Error::DegenerateShape { .. })));
+    let line: Vec<Vec3> = (0..5).map(|i| Vec3::splat(i as f32)).collect();
+    assert!(matches!(Shape::convex_hull(&line), Err(Error::DegenerateShape { .. })));
+    assert!(matches!(
+        Shape::convex_hull(&[Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::new(0.0, 0.0, f32::NAN)]),
+        Err(Error::NonFinite { .. })
+    ));
+}
+
+#[test]
+fn bad_planes_and_settings_are_rejected() {
+    let mut w = world();
+    assert!(matches!(w.add_plane(Plane::new(Vec3::ZERO, 0.0)), Err(Error::DegenerateShape { .. })));
+    assert!(matches!(w.add_plane(Plane::new(Vec3::new(f32::NAN, 1.0, 0.0), 0.0)), Err(Error::NonFinite { .. })));
+    assert!(matches!(w.add_plane(Plane::new(Vec3::Y, f32::INFINITY)), Err(Error::NonFinite { .. })));
+    assert!(matches!(w.add_plane(Plane::new(Vec3::Y, 0.0).restitution(2.0)), Err(Error::OutOfRange { .. })));
+    // A non-unit normal is normalized together with its offset.
+    let p = w.add_plane(Plane::new(Vec3::new(0.0, 2.0, 0.0), 4.0)).unwrap();
+    assert_eq!(*w.plane(p).unwrap(), Plane::new(Vec3::Y, 2.0));
+
+    let bad = |f: &dyn Fn(&mut WorldDesc)| {
+        let mut d = WorldDesc::default();
+        f(&mut d);
+        World::new(d).unwrap_err()
+    };
+    assert!(matches!(bad(&|d| d.dt = 0.0), Error::NonPositive { .. }));
+    assert!(matches!(bad(&|d| d.dt = f32::NAN), Error::NonFinite { .. }));
+    assert!(matches!(bad(&|d| d.gravity.y = f32::INFINITY), Error::NonFinite { .. }));
+    assert!(matches!(bad(&|d| d.solver.substeps = 0), Error::OutOfRange { .. }));
+    assert!(matches!(bad(&|d| d.solver.iterations = 0), Error::OutOfRange { .. }));
+    assert!(matches!(
+        bad(&|d| d.solver.stabilization = Stabilization::Baumgarte { beta: 1.5, linear_slop: 0.0 }),
+        Error::OutOfRange { .. }
+    ));
+    assert!(matches!(bad(&|d| d.solver.max_push_velocity = -1.0), Error::NonPositive { .. }));
+}
+
+#[test]
+fn handles_and_velocities_are_checked_on_both_backends() {
+    let mut w = world();
+    let body = w.add_body(cube()).unwrap();
+    let foreign = signorini::BodyHandle::from_index(7);
+    for mut solver in common::solvers(&w) {
+        let name = solver.backend();
+        assert!(matches!(solver.body_state(foreign), Err(Error::InvalidHandle { .. })), "{name}");
+        assert!(
+            matches!(solver.set_velocity(foreign, Vec3::ZERO, Vec3::ZERO), Err(Error::InvalidHandle { .. })),
+            "{name}"
+        );
+        assert!(matches!(solver.set_velocity(body, Vec3::NAN, Vec3::ZERO), Err(Error::NonFinite { .. })), "{name}");
+        assert!(
+            matches!(solver.set_velocity(body, Vec3::ZERO, Vec3::INFINITY), Err(Error::NonFinite { .. })),
+            "{name}"
+        );
+        // Nothing was written: the body is still finite after stepping.
+        solver.step_many(10);
+        let s = solver.body_state(body).unwrap();
+        assert!(s.position.is_finite() && s.linear_velocity.is_finite(), "{name}");
+    }
+    assert!(matches!(w.body(foreign), Err(Error::InvalidHandle { .. })));
+}
+
+/// A device below the kernels' needs gets `DeviceLimit`, a scene whose buffers exceed the
+/// device's binding limit gets `BufferTooLarge`; neither is a wgpu validation panic. The
+/// devices here are created with deliberately small limits.
+#[test]
+fn buffers_over_the_device_limit_are_a_typed_error() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())).unwrap();
+    let device_with = |limits: wgpu::Limits| {
+        let descriptor = wgpu::DeviceDescriptor { required_limits: limits, ..Default::default() };
+        let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).unwrap();
+        GpuContext::from_device(device, queue, &adapter.get_info())
+    };
+    // WebGPU's downlevel limits allow 4 storage buffers per stage; the kernels bind 8.
+    let downlevel = device_with(wgpu::Limits::downlevel_defaults());
+    match GpuSolver::new(&downlevel, &world()) {
+        Err(Error::DeviceLimit { limit_name: "max_storage_buffers_per_shader_stage", required: 8, available: 4 }) => {}
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("the kernels cannot run with 4 storage buffers"),
+    }
+    let small = device_with(wgpu::Limits { max_storage_buffer_binding_size: 4096, ..wgpu::Limits::default() });
+    let mut w = world();
+    w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+    for i in 0..100 {
+        w.add_body(cube().position(Vec3::new(i as f32 * 2.0, 1.0, 0.0))).unwrap();
+    }
+    match GpuSolver::new(&small, &w) {
+        Err(Error::BufferTooLarge { limit, limit_name, .. }) => {
+            assert_eq!(limit, 4096);
+            assert_eq!(limit_name, "max_storage_buffer_binding_size");
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a 6,400-byte body buffer fits a 4,096-byte binding?"),
+    }
+    // Five bodies (2,560 bytes of contact slots) fit and run.
+    let mut w = world();
+    w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+    for i in 0..5 {
+        w.add_body(cube().position(Vec3::new(i as f32 * 2.0, 1.0, 0.0))).unwrap();
+    }
+    let mut solver = GpuSolver::new(&small, &w).unwrap();
+    solver.step_many(60);
+    assert!((solver.body_state(signorini::BodyHandle::from_index(0)).unwrap().position.y - 0.5).abs() < 5e-3);
+}

@@ -1,0 +1,294 @@
+//! Body-body contacts: stacking, collisions, conservation, coloring; each on the CPU reference
+//! solver and on the GPU solver.
+
+mod common;
+
+use signorini::layout::GpuManifold;
+use signorini::prelude::*;
+use signorini::scenes;
+
+fn contacts_desc(gravity: Vec3) -> WorldDesc {
+    let mut desc = WorldDesc { gravity, ..WorldDesc::default() };
+    desc.solver.body_contacts = true;
+    desc
+}
+
+/// A base-20 pyramid (210 boxes) stands 10 s: its top box moves less than 1 cm and nothing
+/// penetrates by 1 cm. (With soft contacts the pyramid compresses by about 7 mm under its own
+/// weight; that is included in the drift.)
+#[test]
+fn pyramid_of_base_20_stands_for_10_seconds() {
+    let (world, top) = scenes::pyramid(scenes::bench_desc(), 20).unwrap();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        let start = solver.body_state(top).unwrap().position;
+        for second in 1..=10 {
+            solver.step_many(60);
+            let stats = solver.stats().unwrap();
+            assert!(stats.max_penetration < 0.01, "{name}: after {second} s: penetration {}", stats.max_penetration);
+            assert_eq!(stats.overflow, 0, "{name}: constraints overflowed");
+            assert_eq!(stats.dropped, 0, "{name}: contacts dropped");
+        }
+        let drift = (solver.body_state(top).unwrap().position - start).length();
+        assert!(drift < 0.01, "{name}: top box moved {drift} m");
+    }
+}
+
+/// A 15-box vertical stack stands 10 s: the top stays within 2 cm of its column.
+#[test]
+fn vertical_stack_of_15_stands() {
+    let (world, boxes) = scenes::vertical_stack(scenes::bench_desc(), 15).unwrap();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(600);
+        let top = solver.body_state(*boxes.last().unwrap()).unwrap().position;
+        let name = solver.backend();
+        assert!(Vec3::new(top.x, 0.0, top.z).length() < 0.02, "{name}: top at {top}");
+        assert!((top.y - 14.5).abs() < 0.05, "{name}: top at height {}", top.y);
+        assert!(solver.stats().unwrap().max_penetration < 0.01, "{name}");
+    }
+}
+
+/// A 1 kg cube under a 100 kg cube under a 1 kg cube holds: after 10 s the stack is at rest,
+/// each cube sits on the one below within 1 cm sideways and in height, none tilts.
+///
+/// Known and bounded: soft contacts are springs on each contact's effective mass, so the 1 kg
+/// cube squeezed by 100 kg compresses by 7 mm per contact, and during that first half second
+/// the whole stack slides about 2.5 cm before it settles; the test allows 5 cm.
+#[test]
+fn mass_ratio_stack_holds() {
+    let (world, boxes) = scenes::mass_ratio_stack(scenes::bench_desc()).unwrap();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(600);
+        let name = solver.backend();
+        let s: Vec<BodyState> = boxes.iter().map(|b| solver.body_state(*b).unwrap()).collect();
+        for (k, pair) in s.windows(2).enumerate() {
+            let d = pair[1].position - pair[0].position;
+            assert!(Vec3::new(d.x, 0.0, d.z).length() < 0.01, "{name}: cube {} is {d} from the one below", k + 1);
+            assert!((d.y - 1.0).abs() < 0.01, "{name}: cube {} is {} above the one below", k + 1, d.y);
+        }
+        for b in &s {
+            assert!(b.orientation.angle_between(Quat::IDENTITY) < 0.01, "{name}: tilted {}", b.orientation);
+            assert!(b.linear_velocity.length() < 1e-3 && b.angular_velocity.length() < 1e-2, "{name}: still moving");
+        }
+        assert!(s[0].position.y > 0.49 - 0.01, "{name}: the light cube sank into the ground to {}", s[0].position.y);
+        assert!(
+            Vec3::new(s[1].position.x, 0.0, s[1].position.z).length() < 0.05,
+            "{name}: the stack slid to {}",
+            s[1].position
+        );
+    }
+}
+
+/// Two equal frictionless spheres meeting head-on with e = 1 exchange velocities within 1e-3.
+#[test]
+fn equal_spheres_exchange_velocities() {
+    let mut world = World::new(contacts_desc(Vec3::ZERO)).unwrap();
+    let ball = |x: f32, v: f32| {
+        RigidBodyDesc::dynamic(Shape::sphere(0.5))
+            .position(Vec3::new(x, 0.0, 0.0))
+            .linear_velocity(Vec3::new(v, 0.0, 0.0))
+            .restitution(1.0)
+            .friction(0.0)
+    };
+    let a = world.add_body(ball(-2.0, 3.0)).unwrap();
+    let b = world.add_body(ball(2.0, -1.0)).unwrap();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(120);
+        let (va, vb) = (solver.body_state(a).unwrap().linear_velocity, solver.body_state(b).unwrap().linear_velocity);
+        assert!((va - Vec3::new(-1.0, 0.0, 0.0)).length() < 1e-3, "{}: {va}", solver.backend());
+        assert!((vb - Vec3::new(3.0, 0.0, 0.0)).length() < 1e-3, "{}: {vb}", solver.backend());
+    }
+}
+
+/// Free collisions (no gravity, no ground) of boxes, spheres, capsules and hulls conserve
+/// linear momentum (to f32 rounding, 1e-4 relative) and angular momentum about the origin
+/// (1e-3 relative), and never gain kinetic energy with e <= 1 (1e-5 relative per step: each
+/// manifold gives back at most what its impulses took).
+#[test]
+fn free_collisions_conserve_momentum_and_never_gain_energy() {
+    for e in [0.0_f32, 0.5, 1.0] {
+        let mut world = World::new(contacts_desc(Vec3::ZERO)).unwrap();
+        let mut rng = scenes::Lcg(17);
+        let hull = Shape::convex_hull(&scenes::bench_hull_points()).unwrap();
+        let shapes = [Shape::cuboid(Vec3::new(0.4, 0.3, 0.5)), Shape::sphere(0.45), Shape::capsule(0.4, 0.3), hull];
+        let mut handles = Vec::new();
+        for i in 0..27 {
+            let p = Vec3::new((i % 3) as f32, ((i / 3) % 3) as f32, (i / 9) as f32) * 1.6 - Vec3::splat(1.6);
+            let shape = match &shapes[i % 4] {
+                Shape::ConvexHull(h) => Shape::ConvexHull(h.clone()),
+                s => s.clone(),
+            };
+            let scale = if i % 4 == 3 { 0.35 } else { 1.0 };
+            let shape = match shape {
+                Shape::ConvexHull(h) => {
+                    Shape::convex_hull(&h.vertices().iter().map(|v| *v * scale).collect::<Vec<_>>()).unwrap()
+                }
+                s => s,
+            };
+            handles.push(
+                world
+                    .add_body(
+                        RigidBodyDesc::dynamic(shape)
+                            .position(p)
+                            .orientation(rng.rotation())
+                            .linear_velocity(
+                                -p * 1.5 + Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()),
+                            )
+                            .angular_velocity(Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()))
+                            .restitution(e)
+                            .friction(0.4),
+                    )
+                    .unwrap(),
+            );
+        }
+        let momentum = |s: &mut dyn Solver| {
+            let states = s.body_states().unwrap();
+            let (mut p, mut l) = (Vec3::ZERO, Vec3::ZERO);
+            for h in &handles {
+                let mp = world.mass_properties(*h).unwrap();
+                let st = states[h.index()];
+                let r = glam::Mat3::from_quat(st.orientation);
+                let com = st.position + st.orientation * mp.local_center_of_mass;
+                p += mp.mass * st.linear_velocity;
+                l += com.cross(mp.mass * st.linear_velocity)
+                    + r * mp.local_inertia() * r.transpose() * st.angular_velocity;
+            }
+            (p, l)
+        };
+        for mut solver in common::solvers(&world) {
+            let name = solver.backend();
+            let (p0, l0) = momentum(solver.as_mut());
+            let mut last = solver.stats().unwrap().kinetic_energy;
+            let initial = last;
+            let mut touched = 0;
+            for step in 0..120 {
+                solver.step();
+                let stats = solver.stats().unwrap();
+                touched = touched.max(stats.contacts);
+                let ke = stats.kinetic_energy;
+                assert!(ke <= last + 1e-5 * initial, "{name}: e = {e}, step {step}: {last} -> {ke}");
+                last = ke;
+            }
+            assert!(touched > 20, "{name}: the bodies must collide ({touched} contacts)");
+            let (p1, l1) = momentum(solver.as_mut());
+            let scale: f32 = handles.iter().map(|h| world.mass_properties(*h).unwrap().mass * 3.0).sum();
+            assert!((p1 - p0).length() < 1e-4 * scale, "{name}: e = {e}: momentum {p0} -> {p1}");
+            assert!(
+                (l1 - l0).length() < 1e-3 * (l0.length() + scale),
+                "{name}: e = {e}: angular momentum {l0} -> {l1}"
+            );
+        }
+    }
+}
+
+/// The coloring of a real pile: 1,000 boxes dropped into a pile. No color holds two
+/// manifolds on one dynamic body, every manifold is in exactly one color or the overflow.
+#[test]
+fn coloring_of_a_1000_box_pile_is_valid() {
+    let mut desc = scenes::bench_desc();
+    desc.solver.iterations = 1;
+    let mut world = World::new(desc).unwrap();
+    scenes::add_ground(&mut world, 20.0).unwrap();
+    for i in 0..1000 {
+        let p =
+            Vec3::new((i % 10) as f32 * 1.05 - 5.0, 0.5 + (i / 100) as f32 * 1.05, ((i / 10) % 10) as f32 * 1.05 - 5.0);
+        world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(p)).unwrap();
+    }
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    cpu.step_many(90);
+    let (manifolds, buckets) = (cpu.manifolds().to_vec(), cpu.color_buckets());
+    let cpu_result = check_coloring(&manifolds, &buckets, &world);
+    if let Some(ctx) = common::gpu() {
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        gpu.step_many(90);
+        let gpu_result = check_coloring(&gpu.manifolds().unwrap(), &gpu.color_buckets().unwrap(), &world);
+        assert!(gpu_result.0 > 0 && gpu_result.0 <= 24);
+        let _ = cpu_result;
+    }
+}
+
+/// A star: 300 boxes resting on one dynamic slab, 300 manifolds sharing it. At most 24 get a
+/// color (the cap), the rest overflow to Jacobi; the boxes still rest on the slab.
+#[test]
+fn a_star_overflows_to_jacobi_and_still_holds() {
+    let mut world = World::new(scenes::bench_desc()).unwrap();
+    scenes::add_ground(&mut world, 40.0).unwrap();
+    world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(16.0, 0.5, 16.0))).position(Vec3::new(0.0, 0.5, 0.0)))
+        .unwrap();
+    let mut small = Vec::new();
+    for i in 0..300 {
+        let p = Vec3::new((i % 20) as f32 * 1.5 - 14.5, 1.25, (i / 20) as f32 * 1.5 - 10.5);
+        small.push(world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.25))).position(p)).unwrap());
+    }
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    cpu.step_many(120);
+    let cpu_run = (
+        cpu.backend(),
+        cpu.manifolds().to_vec(),
+        cpu.color_buckets(),
+        cpu.body_states().unwrap(),
+        cpu.stats().unwrap(),
+    );
+    let mut runs = vec![cpu_run];
+    if let Some(ctx) = common::gpu() {
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        gpu.step_many(120);
+        let buckets = gpu.color_buckets().unwrap();
+        runs.push((gpu.backend(), gpu.manifolds().unwrap(), buckets, gpu.body_states().unwrap(), gpu.stats().unwrap()));
+    }
+    for (name, manifolds, buckets, states, stats) in runs {
+        let (colors, overflow) = check_coloring(&manifolds, &buckets, &world);
+        assert!(overflow >= 276, "{name}: {overflow} overflowed, {colors} colors");
+        assert_eq!(stats.overflow as usize, overflow, "{name}");
+        for h in &small {
+            let p = states[h.index()].position;
+            assert!((p.y - 1.25).abs() < 0.01, "{name}: box {} at {p}", h.index());
+        }
+        assert!(stats.max_penetration < 0.01, "{name}");
+    }
+}
+
+/// Everything in pure Jacobi mode: the star and a short stack hold too.
+#[test]
+fn pure_jacobi_mode_holds_a_short_stack() {
+    let mut desc = scenes::bench_desc();
+    desc.solver.constraint_solver = signorini::ConstraintSolver::Jacobi;
+    let (world, boxes) = scenes::vertical_stack(desc, 4).unwrap();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(300);
+        let name = solver.backend();
+        let stats = solver.stats().unwrap();
+        assert_eq!(stats.colors, 0, "{name}: Jacobi mode colors nothing");
+        assert!(stats.overflow >= 4, "{name}");
+        let top = solver.body_state(*boxes.last().unwrap()).unwrap().position;
+        assert!((top - Vec3::new(0.0, 3.5, 0.0)).length() < 0.03, "{name}: top at {top}");
+    }
+}
+
+/// (colors used, overflow) after checking a step's coloring.
+fn check_coloring(manifolds: &[GpuManifold], buckets: &(Vec<Vec<u32>>, Vec<u32>), world: &World) -> (usize, usize) {
+    let (colors, overflow) = buckets;
+    let mut seen = vec![0; manifolds.len()];
+    for bucket in colors.iter().chain(std::iter::once(overflow)) {
+        for &i in bucket {
+            seen[i as usize] += 1;
+        }
+    }
+    assert!(seen.iter().all(|&n| n == 1), "every manifold in exactly one bucket");
+    for (c, bucket) in colors.iter().enumerate() {
+        let mut owner = std::collections::HashMap::new();
+        for &i in bucket {
+            let m = &manifolds[i as usize];
+            assert_eq!(m.color as usize, c);
+            for body in [m.body_a, m.body_b] {
+                if world.body(signorini::BodyHandle::from_index(body as usize)).unwrap().kind == BodyKind::Dynamic {
+                    if let Some(other) = owner.insert(body, i) {
+                        panic!("color {c} holds manifolds {other} and {i} on body {body}");
+                    }
+                }
+            }
+        }
+    }
+    (colors.iter().filter(|c| !c.is_empty()).count(), overflow.len())
+}

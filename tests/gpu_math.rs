@@ -1,0 +1,168 @@
+//! The math shared by every stage, on the GPU against its Rust twin in `signorini::math`.
+//! A kernel built from `common.wgsl` evaluates each function on the same random inputs; the
+//! results must agree to a few ulps everywhere, and the test reports how many agree exactly
+//! (on lavapipe and llvmpipe all of them do, which is what lets whole simulations match bit
+//! for bit).
+
+mod common;
+
+use glam::{Quat, Vec3, Vec4};
+use signorini::math;
+use signorini::shaders;
+use wgpu::util::DeviceExt;
+
+const N: usize = 2048;
+/// Output floats per input.
+const OUT: usize = 24;
+
+const KERNEL: &str = r#"
+@group(1) @binding(0) var<storage, read> input: array<vec4<f32>>;
+@group(1) @binding(1) var<storage, read_write> output: array<f32>;
+
+fn put(i: u32, k: u32, v: vec4<f32>) {
+    output[i * 24u + k] = v.x;
+    output[i * 24u + k + 1u] = v.y;
+    output[i * 24u + k + 2u] = v.z;
+    output[i * 24u + k + 3u] = v.w;
+}
+
+@compute @workgroup_size(64)
+fn probe(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    let q = quat_normalize(input[3u * i]);
+    let v = input[3u * i + 1u].xyz;
+    let d = abs(input[3u * i + 2u].xyz) + vec3<f32>(0.1);
+    put(i, 0u, vec4<f32>(rotate(q, v), 0.0));
+    put(i, 4u, quat_mul(q, input[3u * i + 2u]));
+    put(i, 8u, quat_exp(v * input[3u * i + 2u].w));
+    let m = world_inverse_inertia(q, d);
+    put(i, 12u, vec4<f32>(mat3_mul(mat3_inverse(m), v), 0.0));
+    let b = tangent_basis(normalize(v));
+    put(i, 16u, vec4<f32>(b.t1, kinetic_energy(0.5, d, q, v, d)));
+    put(i, 20u, q);
+}
+"#;
+
+#[test]
+fn shared_math_matches_rust() {
+    let Some(ctx) = common::gpu() else { return };
+    let device = ctx.device();
+    let mut rng = signorini::scenes::Lcg(5);
+    let mut input = Vec::with_capacity(3 * N);
+    for _ in 0..N {
+        input.push(Vec4::new(rng.next_centered(), rng.next_centered(), rng.next_centered(), rng.next_centered()));
+        input.push(Vec4::new(rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), 0.0));
+        input.push(Vec4::new(rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(0.0, 0.5)));
+    }
+    // The shader only uses group 1, but common.wgsl declares group 0; an explicit layout keeps
+    // group 0 empty.
+    let source = format!("{}\n{KERNEL}", shaders::compose("", ""));
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("math_probe"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let storage = |read_only, binding| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let empty = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &[] });
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("math_probe"),
+        entries: &[storage(true, 0), storage(false, 1)],
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: None,
+        bind_group_layouts: &[Some(&empty), Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("math_probe"),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some("probe"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let input_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("input"),
+        contents: bytemuck::cast_slice(&input),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let size = (N * OUT * 4) as u64;
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("output"),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let empty_group =
+        device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &empty, entries: &[] });
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &layout,
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: input_buffer.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: output.as_entire_binding() },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &empty_group, &[]);
+        pass.set_bind_group(1, &group, &[]);
+        pass.dispatch_workgroups((N / 64) as u32, 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
+    ctx.queue().submit([encoder.finish()]);
+    readback.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let gpu: Vec<f32> = bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec();
+
+    let names = ["rotate", "quat_mul", "quat_exp", "inverse inertia", "tangent_basis/energy", "quat_normalize"];
+    let mut exact = [0usize; 6];
+    for i in 0..N {
+        let raw = input[3 * i];
+        let q = math::quat_normalize(Quat::from_xyzw(raw.x, raw.y, raw.z, raw.w));
+        let v = input[3 * i + 1].truncate();
+        let third = input[3 * i + 2];
+        let d = third.truncate().abs() + Vec3::splat(0.1);
+        let m = math::world_inverse_inertia(q, d);
+        let (t1, _) = math::tangent_basis(v.normalize());
+        let cpu: [Vec4; 6] = [
+            math::rotate(q, v).extend(0.0),
+            Vec4::from(math::quat_mul(q, Quat::from_vec4(third))),
+            Vec4::from(math::quat_exp(v * third.w)),
+            (math::mat3_inverse(m) * v).extend(0.0),
+            t1.extend(math::kinetic_energy(0.5, d, q, v, d)),
+            Vec4::from(q),
+        ];
+        for (k, expect) in cpu.iter().enumerate() {
+            let got = Vec4::from_slice(&gpu[i * OUT + 4 * k..i * OUT + 4 * k + 4]);
+            if got == *expect {
+                exact[k] += 1;
+            }
+            let scale = expect.abs().max_element().max(1.0);
+            assert!(
+                (got - *expect).abs().max_element() <= 1e-5 * scale,
+                "{}: input {i}: gpu {got} cpu {expect}",
+                names[k]
+            );
+        }
+    }
+    for (name, count) in names.iter().zip(exact) {
+        eprintln!("{name}: {count}/{N} bit-identical on {}", ctx.adapter());
+    }
+}
