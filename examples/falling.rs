@@ -1,9 +1,12 @@
-//! Drops 10,000 mixed bodies onto a floor and reports speed and physics.
+//! Runs a standard scene, by default 10,000 mixed bodies dropped onto a floor, and reports speed
+//! and physics.
 //!
 //! ```text
 //! cargo run --release --example falling                  # GPU if there is one, else CPU
 //! cargo run --release --example falling -- --cpu         # the CPU reference solver
 //! cargo run --release --example falling -- --bodies 100000 --steps 600
+//! cargo run --release --example falling -- --scene large-pyramid        # 5,050 boxes
+//! cargo run --release --example falling -- --scene rain --bodies 100000 # mixed shapes into a box
 //! ```
 
 use std::time::Instant;
@@ -11,14 +14,31 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::prelude::*;
-use signorini::scenes::{FallingBodies, falling_bodies};
+use signorini::scenes::{FallingBodies, bench_desc, falling_bodies, pyramid, rain};
+
+/// The scenes this example runs.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Scene {
+    /// `--bodies` mixed bodies dropped onto a floor from a grid.
+    Falling,
+    /// The pyramid of base 100: 5,050 boxes (`--bodies` ignored).
+    LargePyramid,
+    /// A rain of `--bodies` mixed shapes into a walled box.
+    Rain,
+}
 
 #[derive(Parser)]
-#[command(about = "Drop bodies onto a floor and report steps per second and physical statistics")]
+#[command(about = "Run a standard scene and report steps per second and physical statistics")]
 struct Args {
+    /// The scene.
+    #[arg(long, value_enum, default_value_t = Scene::Falling)]
+    scene: Scene,
     /// Number of bodies.
     #[arg(long, default_value_t = 10_000)]
     bodies: usize,
+    /// Bodies meet only the planes, not each other.
+    #[arg(long)]
+    planes_only: bool,
     /// Steps of 1/60 s to simulate.
     #[arg(long, default_value_t = 300)]
     steps: u32,
@@ -39,10 +59,18 @@ struct Args {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::init();
     let args = Args::parse();
-    let world = falling_bodies(
-        WorldDesc::default(),
-        FallingBodies { count: args.bodies, ramp: false, seed: 1, damping: 0.0, tumble: true },
-    )?;
+    let mut desc = match args.scene {
+        Scene::Falling => WorldDesc::default(),
+        Scene::LargePyramid | Scene::Rain => bench_desc(),
+    };
+    desc.solver.body_contacts = !args.planes_only;
+    let world = match args.scene {
+        Scene::Falling => {
+            falling_bodies(desc, FallingBodies { count: args.bodies, ramp: false, seed: 1, damping: 0.0, tumble: true })?
+        }
+        Scene::LargePyramid => pyramid(desc, 100)?.0,
+        Scene::Rain => rain(desc, args.bodies, 1)?,
+    };
     let mut software = false;
     let mut solver: Box<dyn Solver> = if args.cpu {
         Box::new(CpuSolver::new(&world)?)
@@ -66,7 +94,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!("backend: {}", solver.backend());
     println!(
-        "bodies: {}, planes: {}, steps: {} of {:.4} s",
+        "scene: {:?}, bodies: {}, planes: {}, steps: {} of {:.4} s",
+        args.scene,
         world.body_count(),
         world.plane_count(),
         args.steps,
@@ -102,12 +131,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "steps/s: {:.1}   ms/step: {:.3}   body-steps/s: {:.3e}",
         1.0 / per_step,
         per_step * 1e3,
-        args.bodies as f64 / per_step
+        world.body_count() as f64 / per_step
     );
     println!(
-        "after {} steps: contacts {}, iterations/step {}, max penetration {:.2e} m, kinetic energy {:.3} J ({} dynamic bodies)",
+        "after {} steps: contacts {}, colors {}, overflow {}, dropped {}, iterations/step {}, max penetration {:.2e} m, \
+         kinetic energy {:.3} J ({} dynamic bodies)",
         stats.steps,
         stats.contacts,
+        stats.colors,
+        stats.overflow,
+        stats.dropped,
         stats.iterations,
         stats.max_penetration,
         stats.kinetic_energy,
@@ -119,17 +152,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("lowest body origin: {lowest:.3} m; all states finite: {finite}");
     if let Some(path) = &args.json {
         let json = format!(
-            "{{\"label\": {:?}, \"backend\": {:?}, \"software_adapter\": {software}, \"scene\": \"falling\", \"bodies\": {}, \
+            "{{\"label\": {:?}, \"backend\": {:?}, \"software_adapter\": {software}, \"scene\": \"{:?}\", \"bodies\": {}, \
              \"steps\": {}, \"batch\": {}, \"wall_seconds\": {seconds:.6}, \"ms_per_step\": {:.6}, \"contacts\": {}, \
-             \"iterations_per_step\": {}, \"max_penetration\": {:e}, \"kinetic_energy\": {:e}, \"all_finite\": {finite}}}\n",
+             \"iterations_per_step\": {}, \"colors\": {}, \"overflow\": {}, \"max_penetration\": {:e}, \
+             \"kinetic_energy\": {:e}, \"all_finite\": {finite}}}\n",
             args.label,
             solver.backend(),
-            args.bodies,
+            args.scene,
+            world.body_count(),
             args.steps,
             args.batch,
             per_step * 1e3,
             stats.contacts,
             stats.iterations,
+            stats.colors,
+            stats.overflow,
             stats.max_penetration,
             stats.kinetic_energy,
         );

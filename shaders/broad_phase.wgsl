@@ -1,6 +1,8 @@
 // Stages `broad_phase` and `collide_pairs` on the GPU: twins of the functions of the same names
-// in src/cpu/contacts.rs. The broad phase here tests every pair (a < b) per body, which keeps
-// the pair list sorted by (a, b) by construction; it serves scenes of a few thousand bodies.
+// in src/cpu/contacts.rs. The broad phase is a hashed uniform grid over radix-sorted cell keys
+// (contacts_begin, radix sort, grid_cells, grid_pairs, grid_finish, radix sort of the pairs);
+// tiny scenes test every pair (a < b) per body instead (count_pairs, scan, write_pairs), which
+// keeps the pair list sorted by (a, b) by construction.
 
 fn aabb_min(i: u32) -> vec4<f32> {
     let w = work_layout.aabbs + 8u * i;
@@ -47,6 +49,149 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     work[w + 6u] = bitcast<u32>(mx.z);
     atomicStore(&counters[i], 0u);
     atomicStore(&counters[params.body_count + i], 0u);
+    if work_layout.brute_force != 0u {
+        return;
+    }
+    // The body's grid item, or the large list; the hash table cleared (a grid-stride loop).
+    var key = large_key();
+    if fits_grid(mn, mx) {
+        key = cell_hash(cell_of(mn));
+    } else {
+        let slot = atomicAdd(&counters[large_counter()], 1u);
+        work[work_layout.large + slot] = i;
+    }
+    work[work_layout.cells + 2u * i] = key;
+    work[work_layout.cells + 2u * i + 1u] = i;
+    for (var h = i; h <= work_layout.hash_mask; h += params.body_count) {
+        work[work_layout.cell_start + h] = NO_CELL;
+    }
+}
+
+// The broad-phase grid, twin of `GridSpec` in src/cpu/contacts.rs.
+const NO_CELL: u32 = 0xffffffffu;
+
+fn large_key() -> u32 {
+    return work_layout.hash_mask + 1u;
+}
+
+// Atomic counters after the per-body ones: the raw pairs, then the large bodies.
+fn pair_counter() -> u32 {
+    return 2u * params.body_count;
+}
+
+fn large_counter() -> u32 {
+    return 2u * params.body_count + 1u;
+}
+
+fn fits_grid(lo: vec3<f32>, hi: vec3<f32>) -> bool {
+    let e = hi - lo;
+    return max(e.x, max(e.y, e.z)) <= 0.99 * work_layout.cell_size;
+}
+
+fn cell_of(p: vec3<f32>) -> vec3<i32> {
+    return vec3<i32>(clamp(floor(p * work_layout.inv_cell), vec3<f32>(-1e9), vec3<f32>(1e9)));
+}
+
+fn cell_hash(c: vec3<i32>) -> u32 {
+    let u = bitcast<vec3<u32>>(c);
+    return ((u.x * 73856093u) ^ (u.y * 19349663u) ^ (u.z * 83492791u)) & work_layout.hash_mask;
+}
+
+// After the radix sort of the grid items by hash: where each hash's items start.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn grid_cells(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k >= params.body_count {
+        return;
+    }
+    let key = work[work_layout.cells_sorted + 2u * k];
+    if key < large_key() && (k == 0u || work[work_layout.cells_sorted + 2u * k - 2u] != key) {
+        work[work_layout.cell_start + key] = k;
+    }
+}
+
+fn emit_pair(a: u32, b: u32) {
+    let slot = atomicAdd(&counters[pair_counter()], 1u);
+    if slot < work_layout.pair_capacity {
+        work[work_layout.pairs_raw + 2u * slot] = a;
+        work[work_layout.pairs_raw + 2u * slot + 1u] = b;
+    }
+}
+
+// Per sorted grid item: the pairs its body heads. A body in the grid checks the bodies of the
+// 3 x 3 x 3 cells its neighbours' min corners can lie in (each hash once) with a higher index,
+// and every large body; a large body checks the large bodies with a higher index. Slots come
+// from an atomic counter, so the order is arbitrary: the radix sort that follows makes it
+// (a, b).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    let n = params.body_count;
+    if k >= n {
+        return;
+    }
+    let key = work[work_layout.cells_sorted + 2u * k];
+    let i = work[work_layout.cells_sorted + 2u * k + 1u];
+    let large_count = atomicLoad(&counters[large_counter()]);
+    if key >= large_key() {
+        for (var s = 0u; s < large_count; s++) {
+            let j = work[work_layout.large + s];
+            if j > i && is_pair(i, j) {
+                emit_pair(i, j);
+            }
+        }
+        return;
+    }
+    let first = cell_of(aabb_min(i).xyz - vec3<f32>(work_layout.cell_size));
+    let last = min(cell_of(aabb_max(i)), first + vec3<i32>(3));
+    var seen: array<u32, 64>;
+    var seen_count = 0u;
+    for (var z = first.z; z <= last.z; z++) {
+        for (var y = first.y; y <= last.y; y++) {
+            for (var x = first.x; x <= last.x; x++) {
+                let h = cell_hash(vec3<i32>(x, y, z));
+                var repeated = false;
+                for (var s = 0u; s < seen_count; s++) {
+                    if seen[s] == h {
+                        repeated = true;
+                    }
+                }
+                if repeated {
+                    continue;
+                }
+                seen[seen_count] = h;
+                seen_count += 1u;
+                var e = work[work_layout.cell_start + h];
+                loop {
+                    if e >= n || work[work_layout.cells_sorted + 2u * e] != h {
+                        break;
+                    }
+                    let j = work[work_layout.cells_sorted + 2u * e + 1u];
+                    if j > i && is_pair(i, j) {
+                        emit_pair(i, j);
+                    }
+                    e += 1u;
+                }
+            }
+        }
+    }
+    for (var s = 0u; s < large_count; s++) {
+        let j = work[work_layout.large + s];
+        if is_pair(i, j) {
+            emit_pair(min(i, j), max(i, j));
+        }
+    }
+}
+
+// One thread: the pair count into the header (what did not fit is counted for the host to
+// grow the list), and the counters zeroed for the next step.
+@compute @workgroup_size(1)
+fn grid_finish() {
+    let total = atomicLoad(&counters[pair_counter()]);
+    work[0] = min(total, work_layout.pair_capacity);
+    work[2] = total;
+    atomicStore(&counters[pair_counter()], 0u);
+    atomicStore(&counters[large_counter()], 0u);
 }
 
 fn overlaps(a: u32, b: u32) -> bool {

@@ -154,9 +154,17 @@ struct WorkLayout {
     args: u32,
     scan_sums: u32,
     total: u32,
-    _pad0: u32,
+    cell_size: f32,
+    hash_mask: u32,
+    cells: u32,
+    cells_sorted: u32,
+    cell_start: u32,
+    large: u32,
+    pairs_raw: u32,
+    brute_force: u32,
+    radix_histogram: u32,
+    inv_cell: f32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 struct Stats {

@@ -279,9 +279,9 @@ const _: () = assert!(size_of::<GpuManifold>() == 304);
 /// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
 /// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:
 /// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count]`.
-/// 96 bytes, a uniform.
+/// 128 bytes, a uniform.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuWorkLayout {
     /// Number of bodies.
     pub body_count: u32,
@@ -326,14 +326,31 @@ pub struct GpuWorkLayout {
     pub scan_sums: u32,
     /// Words in the arena.
     pub total: u32,
-    /// Unused.
-    pub _pad0: u32,
+    /// Edge of a broad-phase grid cell, m: bodies whose AABB is wider go to the large list.
+    pub cell_size: f32,
+    /// Grid hash table size minus one (a power of two minus one).
+    pub hash_mask: u32,
+    /// Per body: its grid item (cell hash, or `hash_mask + 1` for a large body, then the body),
+    /// two words.
+    pub cells: u32,
+    /// The grid items sorted by cell hash (where the radix sort leaves them).
+    pub cells_sorted: u32,
+    /// Per hash: the first sorted grid item with that hash, or `u32::MAX`.
+    pub cell_start: u32,
+    /// The bodies too large for the grid, in any order (their count is a counter).
+    pub large: u32,
+    /// Where the grid writes the unsorted pairs (the radix sort leaves them at `pairs`).
+    pub pairs_raw: u32,
+    /// 1 when the scene is small enough for the brute-force broad phase.
+    pub brute_force: u32,
+    /// Per radix digit and histogram group: items, then (scanned) offsets.
+    pub radix_histogram: u32,
+    /// `1 / cell_size`, 1/m.
+    pub inv_cell: f32,
     /// Unused.
     pub _pad1: u32,
-    /// Unused.
-    pub _pad2: u32,
 }
-const _: () = assert!(size_of::<GpuWorkLayout>() == 96);
+const _: () = assert!(size_of::<GpuWorkLayout>() == 128);
 
 /// Partial or total step statistics produced by the `stats` kernels. 16 bytes.
 #[repr(C)]

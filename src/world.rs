@@ -78,9 +78,9 @@ pub struct SolverSettings {
     pub max_push_velocity: f32,
     /// Whether last step's impulses seed this step's solve (warm starting). Default true.
     pub warm_starting: bool,
-    /// Whether bodies collide with each other (not only with planes). Default false for now:
-    /// body-body contacts run on the CPU solver and are being brought to the GPU solver,
-    /// which reports them as unsupported until then.
+    /// Whether bodies collide with each other (not only with planes). Default true; false
+    /// skips the broad phase, the pair narrow phase, the coloring and the manifold solves
+    /// (bodies that only meet planes, e.g. debris or a plane-only benchmark).
     pub body_contacts: bool,
     /// How body-body constraints are solved. Default [`ConstraintSolver::Colored`].
     pub constraint_solver: ConstraintSolver,
@@ -115,7 +115,7 @@ impl Default for SolverSettings {
             speculative_distance: 0.02,
             max_push_velocity: 3.0,
             warm_starting: true,
-            body_contacts: false,
+            body_contacts: true,
             constraint_solver: ConstraintSolver::Colored,
             max_colors: 24,
             coloring_rounds: 8,

@@ -8,9 +8,7 @@ use signorini::prelude::*;
 use signorini::scenes;
 
 fn contacts_desc(gravity: Vec3) -> WorldDesc {
-    let mut desc = WorldDesc { gravity, ..WorldDesc::default() };
-    desc.solver.body_contacts = true;
-    desc
+    WorldDesc { gravity, ..WorldDesc::default() }
 }
 
 /// A base-20 pyramid (210 boxes) stands 10 s: its top box moves less than 1 cm and nothing

@@ -5,8 +5,12 @@ mod common;
 use signorini::prelude::*;
 use signorini::scenes::{FallingBodies, falling_bodies};
 
+/// 1,000 bodies onto two planes, planes only: the per-body static stages (body-body contacts
+/// are compared on the rain below).
 fn scene(tumble: bool, seed: u32) -> World {
-    falling_bodies(WorldDesc::default(), FallingBodies { count: 1000, ramp: true, seed, damping: 0.0, tumble }).unwrap()
+    let mut desc = WorldDesc::default();
+    desc.solver.body_contacts = false;
+    falling_bodies(desc, FallingBodies { count: 1000, ramp: true, seed, damping: 0.0, tumble }).unwrap()
 }
 
 /// Relative size of the kicks given to the CPU ensemble below: the size of the difference the
@@ -164,7 +168,9 @@ fn cpu_is_deterministic_and_batching_does_not_matter() {
 /// last-bit differences into different collisions, as physics does: a CPU run whose initial
 /// velocities are kicked by 1e-6 ends more than 1 mm from the unkicked run for most bodies
 /// (asserted below), so from then on the paths must agree on the physics: contact count within
-/// 5 %, kinetic energy within 10 % (+ 10 J), mean height within 2 cm, the same number of colors
+/// 5 %, kinetic energy within 10 % plus 0.5 % of its peak (after 100 steps the pile keeps 1 % of
+/// the peak; six CPU runs kicked by 1e-6 to 5e-6 spread by 0.23 % of the peak, 12 % of what is
+/// left), mean height within 2 cm, the same number of colors
 /// within 3, and no landing overlapping by 15 cm.
 #[test]
 fn cpu_and_gpu_agree_on_a_2000_body_rain() {
@@ -179,6 +185,7 @@ fn cpu_and_gpu_agree_on_a_2000_body_rain() {
             kicked.set_velocity(body, s.linear_velocity * (1.0 + 1e-6), s.angular_velocity).unwrap();
         }
     }
+    let mut peak_energy = 0.0_f32;
     for round in 1..=10 {
         cpu.step_many(10);
         gpu.step_many(10);
@@ -186,6 +193,7 @@ fn cpu_and_gpu_agree_on_a_2000_body_rain() {
         let steps = 10 * round;
         let (a, g) = (cpu.body_states().unwrap(), gpu.body_states().unwrap());
         let (sa, sg) = (cpu.stats().unwrap(), gpu.stats().unwrap());
+        peak_energy = peak_energy.max(sa.kinetic_energy);
         let close = |x: f32, y: f32, rel: f32, abs: f32| (x - y).abs() <= rel * x.abs().max(y.abs()) + abs;
         if steps <= 20 {
             for (i, (x, y)) in a.iter().zip(&g).enumerate() {
@@ -205,7 +213,7 @@ fn cpu_and_gpu_agree_on_a_2000_body_rain() {
                 sg.contacts
             );
             assert!(
-                close(sa.kinetic_energy, sg.kinetic_energy, 0.1, 10.0),
+                close(sa.kinetic_energy, sg.kinetic_energy, 0.1, 0.005 * peak_energy),
                 "after {steps}: KE {} vs {}",
                 sa.kinetic_energy,
                 sg.kinetic_energy
@@ -259,9 +267,7 @@ fn gpu_reruns_with_body_contacts_are_bit_identical() {
 #[test]
 fn cpu_and_gpu_narrow_phases_agree_pair_by_pair() {
     let Some(ctx) = common::gpu() else { return };
-    let mut desc = WorldDesc { gravity: Vec3::ZERO, ..WorldDesc::default() };
-    desc.solver.body_contacts = true;
-    let mut world = World::new(desc).unwrap();
+    let mut world = World::new(WorldDesc { gravity: Vec3::ZERO, ..WorldDesc::default() }).unwrap();
     let mut rng = signorini::scenes::Lcg(29);
     let hull = Shape::convex_hull(&signorini::scenes::bench_hull_points()).unwrap();
     let shape = |kind: u32, rng: &mut signorini::scenes::Lcg| match kind {
@@ -328,4 +334,28 @@ fn cpu_and_gpu_narrow_phases_agree_pair_by_pair() {
         }
     }
     assert!(differing <= 4, "{differing} pairs differ");
+}
+
+/// The GPU's grid broad phase (radix-sorted cell keys, a large-body list, radix-sorted pairs)
+/// finds exactly the CPU's candidate pairs, in the same order: on a dynamic cube 100 times
+/// larger than the 2,000 spheres overlapping it, some moving at 15 m/s, and on a base-20
+/// pyramid, in the first step, from identical states.
+#[test]
+fn gpu_broad_phase_finds_the_cpu_pairs() {
+    let Some(ctx) = common::gpu() else { return };
+    let (mixed, big) = signorini::scenes::mixed_sizes(signorini::scenes::bench_desc(), 2000, 3).unwrap();
+    let (pyramid, _) = signorini::scenes::pyramid(signorini::scenes::bench_desc(), 20).unwrap();
+    for (name, world) in [("mixed sizes", mixed), ("pyramid", pyramid)] {
+        let mut cpu = CpuSolver::new(&world).unwrap();
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        cpu.step();
+        gpu.step();
+        let (a, g) = (cpu.candidate_pairs(), gpu.candidate_pairs().unwrap());
+        assert!(a.len() > 200, "{name}: {} pairs", a.len());
+        assert_eq!(a, g, "{name}");
+        if name == "mixed sizes" {
+            let on_big = a.iter().filter(|p| p.contains(&(big.index() as u32))).count();
+            assert!(on_big > 100, "{on_big} pairs on the large cube");
+        }
+    }
 }

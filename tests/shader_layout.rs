@@ -156,9 +156,17 @@ fn host_structs_match_wgsl_layout() {
             args,
             scan_sums,
             total,
-            _pad0,
-            _pad1,
-            _pad2
+            cell_size,
+            hash_mask,
+            cells,
+            cells_sorted,
+            cell_start,
+            large,
+            pairs_raw,
+            brute_force,
+            radix_histogram,
+            inv_cell,
+            _pad1
         ]
     );
     check_struct!(&module, "Stats", GpuStats, [kinetic_energy, max_penetration, contacts, dynamic_bodies]);

@@ -20,8 +20,14 @@ pub(crate) struct ContactState {
     aabb_min: Vec<Vec4>,
     /// Per body: AABB max.
     aabb_max: Vec<Vec3>,
-    /// Bodies sorted by AABB min along the sweep axis.
-    order: Vec<u32>,
+    /// The broad phase's grid.
+    pub grid: GridSpec,
+    /// Per body: (cell hash or `hash_mask + 1` for a large body, body), sorted by hash.
+    cells: Vec<[u32; 2]>,
+    /// Per hash: the first sorted grid item with that hash, or `u32::MAX`.
+    cell_start: Vec<u32>,
+    /// Bodies too large for the grid.
+    large: Vec<u32>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
     /// Manifolds of this step, in pair order.
@@ -43,6 +49,13 @@ pub(crate) struct ContactState {
     deltas: Vec<[Vec3; 4]>,
     /// Scratch: bucket cursors.
     scratch: Vec<u32>,
+}
+
+impl ContactState {
+    /// Empty contact state for a scene on broad-phase grid `grid`.
+    pub fn new(grid: GridSpec) -> Self {
+        Self { grid, ..Self::default() }
+    }
 }
 
 /// A body's velocity while constraints act on it, and how impulses change it.
@@ -110,10 +123,82 @@ fn dynamic(props: &GpuBodyProps) -> bool {
     props.kind == KIND_DYNAMIC
 }
 
+/// Scenes of at most this many bodies use the brute-force broad phase (every pair).
+pub const BRUTE_FORCE_BODIES: u32 = 64;
+
+/// The broad phase's uniform grid, chosen once per scene from its shapes.
+///
+/// A body goes into the cell of its AABB's min corner when the AABB is no wider than
+/// `0.99 cell_size` on every axis; a body it overlaps then has its min corner in one of the
+/// 3 x 3 x 3 cells from `min - cell_size` to `max`. Wider bodies (a large body among small
+/// ones, or one moving fast) go to a list that every body checks, so one body 100 times
+/// larger than its neighbours costs a loop over a short list instead of filling the grid.
+/// Cells are hashed into a table of a power of two at least twice the body count; a hash
+/// collision costs AABB tests, never a missed pair.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GridSpec {
+    /// Cell edge, m: 1.5 times the 95th percentile of the dynamic bodies' bounding diameters
+    /// plus the speculative distance, so bodies moving up to a quarter of their size a step
+    /// stay in the grid.
+    pub cell_size: f32,
+    /// `1 / cell_size` (cells are found by a correctly rounded multiply, the same on every
+    /// adapter).
+    pub inv_cell: f32,
+    /// Hash table size minus one.
+    pub hash_mask: u32,
+    /// Tiny scenes test every pair.
+    pub brute_force: bool,
+}
+
+impl GridSpec {
+    /// The grid for these bodies.
+    pub fn new(props: &[GpuBodyProps], shapes: &[GpuShape], geometry: &[Vec4], speculative_distance: f32) -> Self {
+        let mut diameters: Vec<f32> = props
+            .iter()
+            .filter(|p| dynamic(p))
+            .map(|p| {
+                let sh = &shapes[p.shape as usize];
+                let points = &geometry[sh.first_point as usize..(sh.first_point + sh.point_count) as usize];
+                let reach = points.iter().map(|q| q.truncate().length()).fold(0.0_f32, f32::max);
+                2.0 * (reach + sh.radius)
+            })
+            .collect();
+        diameters.sort_by(f32::total_cmp);
+        let p95 = diameters.get((diameters.len().saturating_sub(1) as f32 * 0.95) as usize).copied().unwrap_or(1.0);
+        let cell_size = (1.5 * p95 + speculative_distance).max(1e-3);
+        let n = props.len() as u32;
+        Self {
+            cell_size,
+            inv_cell: 1.0 / cell_size,
+            hash_mask: (2 * n).next_power_of_two().max(64) - 1,
+            brute_force: n <= BRUTE_FORCE_BODIES,
+        }
+    }
+
+    /// Whether an AABB fits the grid.
+    pub fn fits(&self, lo: Vec3, hi: Vec3) -> bool {
+        (hi - lo).max_element() <= 0.99 * self.cell_size
+    }
+
+    /// The cell holding `p`.
+    pub fn cell(&self, p: Vec3) -> [i32; 3] {
+        let c = (p * self.inv_cell).floor().clamp(Vec3::splat(-1e9), Vec3::splat(1e9));
+        [c.x as i32, c.y as i32, c.z as i32]
+    }
+
+    /// The hash of cell `c`.
+    pub fn hash(&self, c: [i32; 3]) -> u32 {
+        ((c[0] as u32).wrapping_mul(73_856_093) ^ (c[1] as u32).wrapping_mul(19_349_663) ^ (c[2] as u32).wrapping_mul(83_492_791))
+            & self.hash_mask
+    }
+}
+
 /// AABBs of every body (core points swept by the radius) grown by a margin of half the
 /// speculative distance plus the distance the body can travel in a step, then every pair
-/// whose boxes overlap and that has a dynamic body, sorted by `(a, b)`. The CPU sweeps along
-/// x; the GPU traverses an LBVH; both produce exactly this list.
+/// whose boxes overlap and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
+/// grid over sorted cell keys and a list of large bodies (see [`GridSpec`]), or every pair in a
+/// tiny scene. The GPU runs the same grid with a radix sort and sorts its pairs; both produce
+/// exactly this list.
 pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     let p = w.params;
     let n = p.body_count as usize;
@@ -135,20 +220,82 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         cs.aabb_min.push((lo - Vec3::splat(sh.radius + margin)).extend(margin));
         cs.aabb_max.push(hi + Vec3::splat(sh.radius + margin));
     }
-    cs.order.clear();
-    cs.order.extend(0..n as u32);
-    cs.order.sort_by(|&i, &j| cs.aabb_min[i as usize].x.total_cmp(&cs.aabb_min[j as usize].x).then(i.cmp(&j)));
+    let overlaps = |cs: &ContactState, i: usize, j: usize| {
+        let (lo_i, hi_i, lo_j, hi_j) = (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
+        lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
+    };
     cs.pairs.clear();
-    for (k, &i) in cs.order.iter().enumerate() {
-        let (lo_i, hi_i) = (cs.aabb_min[i as usize], cs.aabb_max[i as usize]);
-        for &j in &cs.order[k + 1..] {
-            let (lo_j, hi_j) = (cs.aabb_min[j as usize], cs.aabb_max[j as usize]);
-            if lo_j.x > hi_i.x {
-                break;
+    let grid = cs.grid;
+    if grid.brute_force {
+        for i in 0..n {
+            for j in i + 1..n {
+                if overlaps(cs, i, j) {
+                    cs.pairs.push(GpuPair { a: i as u32, b: j as u32 });
+                }
             }
-            let overlap = lo_j.y <= hi_i.y && lo_i.y <= hi_j.y && lo_j.z <= hi_i.z && lo_i.z <= hi_j.z;
-            if overlap && (dynamic(&w.props[i as usize]) || dynamic(&w.props[j as usize])) {
-                cs.pairs.push(GpuPair { a: i.min(j), b: i.max(j) });
+        }
+        return;
+    }
+    let large_key = grid.hash_mask + 1;
+    cs.cells.clear();
+    cs.large.clear();
+    for i in 0..n {
+        let (lo, hi) = (cs.aabb_min[i].truncate(), cs.aabb_max[i]);
+        if grid.fits(lo, hi) {
+            cs.cells.push([grid.hash(grid.cell(lo)), i as u32]);
+        } else {
+            cs.cells.push([large_key, i as u32]);
+            cs.large.push(i as u32);
+        }
+    }
+    // Stable, like the GPU's radix sort: a cell's bodies stay in index order.
+    cs.cells.sort_by_key(|c| c[0]);
+    cs.cell_start.clear();
+    cs.cell_start.resize(large_key as usize, u32::MAX);
+    for k in 0..n {
+        let key = cs.cells[k][0];
+        if key < large_key && (k == 0 || cs.cells[k - 1][0] != key) {
+            cs.cell_start[key as usize] = k as u32;
+        }
+    }
+    for k in 0..n {
+        let [key, i] = cs.cells[k];
+        let iu = i as usize;
+        if key < large_key {
+            let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
+            let to = grid.cell(cs.aabb_max[iu]);
+            let mut seen = [u32::MAX; 64];
+            let mut seen_count = 0;
+            for z in from[2]..=to[2].min(from[2] + 3) {
+                for y in from[1]..=to[1].min(from[1] + 3) {
+                    for x in from[0]..=to[0].min(from[0] + 3) {
+                        let h = grid.hash([x, y, z]);
+                        if seen[..seen_count].contains(&h) {
+                            continue;
+                        }
+                        seen[seen_count] = h;
+                        seen_count += 1;
+                        let mut e = cs.cell_start[h as usize] as usize;
+                        while e < n && cs.cells[e][0] == h {
+                            let j = cs.cells[e][1];
+                            if j > i && overlaps(cs, iu, j as usize) {
+                                cs.pairs.push(GpuPair { a: i, b: j });
+                            }
+                            e += 1;
+                        }
+                    }
+                }
+            }
+            for &j in &cs.large {
+                if overlaps(cs, iu, j as usize) {
+                    cs.pairs.push(GpuPair { a: i.min(j), b: i.max(j) });
+                }
+            }
+        } else {
+            for &j in &cs.large {
+                if j > i && overlaps(cs, iu, j as usize) {
+                    cs.pairs.push(GpuPair { a: i, b: j });
+                }
             }
         }
     }

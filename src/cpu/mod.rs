@@ -1,7 +1,7 @@
 //! The CPU reference solver: the same stages as the GPU solver, in the same order, on the same
 //! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
 
-mod contacts;
+pub(crate) mod contacts;
 mod stages;
 
 use glam::{Vec3, Vec4};
@@ -40,6 +40,7 @@ impl CpuSolver {
     pub fn new(world: &World) -> Result<Self> {
         let Packed { params, bodies, props, shapes, geometry, topology, planes, frames, slot_count } =
             Packed::new(world);
+        let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         Ok(Self {
             solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
             contacts: vec![GpuStaticContact::default(); slot_count as usize],
@@ -51,7 +52,7 @@ impl CpuSolver {
             topology,
             planes,
             frames,
-            contacts_state: ContactState::default(),
+            contacts_state: ContactState::new(grid),
             steps: 0,
         })
     }
@@ -93,6 +94,12 @@ impl CpuSolver {
             contacts::solve_manifolds(&mut view, &mut cs, pass);
         }
         self.contacts_state = cs;
+    }
+
+    /// The broad phase's candidate pairs `(a, b)`, `a < b`, of the last step, sorted (for tests
+    /// and debugging).
+    pub fn candidate_pairs(&self) -> Vec<[u32; 2]> {
+        self.contacts_state.pairs.iter().map(|p| [p.a, p.b]).collect()
     }
 
     /// The body-body manifolds of the last step (for tests and debugging).
@@ -216,5 +223,41 @@ impl Solver for CpuSolver {
         self.bodies[i].linear_velocity = linear;
         self.bodies[i].angular_velocity = angular;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::GpuPair;
+    use crate::scenes::{bench_desc, rain};
+
+    fn pairs(solver: &mut CpuSolver, brute_force: bool) -> Vec<GpuPair> {
+        let mut cs = std::mem::take(&mut solver.contacts_state);
+        cs.grid.brute_force = brute_force;
+        contacts::broad_phase(&solver.body_view(), &mut cs);
+        let out = cs.pairs.clone();
+        cs.grid.brute_force = false;
+        solver.contacts_state = cs;
+        out
+    }
+
+    #[test]
+    fn grid_broad_phase_finds_exactly_the_overlapping_pairs() {
+        let (mixed, big) = crate::scenes::mixed_sizes(bench_desc(), 2000, 3).unwrap();
+        let big = big.0;
+        for (world, big) in [(rain(bench_desc(), 3000, 9).unwrap(), None), (mixed, Some(big))] {
+            let mut solver = CpuSolver::new(&world).unwrap();
+            assert!(!solver.contacts_state.grid.brute_force);
+            for _ in 0..3 {
+                solver.step_many(30);
+                let (grid, all) = (pairs(&mut solver, false), pairs(&mut solver, true));
+                assert!(grid.len() > 100, "{} pairs", grid.len());
+                assert_eq!(grid, all);
+                if let Some(big) = big {
+                    assert!(grid.iter().filter(|p| p.a == big || p.b == big).count() > 50);
+                }
+            }
+        }
     }
 }

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use wgpu::util::DeviceExt;
 
-use super::kernels::{self, Scan, ScanParams, Slot};
-use super::shaders::{STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use super::kernels::{self, Radix, RadixParams, Scan, ScanParams, Slot};
+use super::shaders::{RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use crate::cpu::contacts::GridSpec;
 use crate::error::{Error, Result};
 use crate::layout::{GpuManifold, GpuWorkLayout, StepParams};
 
@@ -28,6 +29,9 @@ struct Pipelines {
     contacts_begin: wgpu::ComputePipeline,
     count_pairs: wgpu::ComputePipeline,
     write_pairs: wgpu::ComputePipeline,
+    grid_cells: wgpu::ComputePipeline,
+    grid_pairs: wgpu::ComputePipeline,
+    grid_finish: wgpu::ComputePipeline,
     collide_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
     adjacency_count: wgpu::ComputePipeline,
@@ -70,6 +74,11 @@ pub(crate) struct GpuContacts {
     solve_groups: [wgpu::BindGroup; 2],
     scan_group: wgpu::BindGroup,
     scan: Scan,
+    radix: Radix,
+    radix_group: wgpu::BindGroup,
+    /// Radix passes of the grid items (slots `0..`), then of the pairs.
+    cell_passes: u32,
+    pair_passes: u32,
     pipelines: Pipelines,
     body_grid: (u32, u32),
     pair_grid: (u32, u32),
@@ -84,11 +93,14 @@ pub(crate) struct GpuContacts {
 
 /// Words of the header at the start of the arena.
 const HEADER: u32 = 16;
-/// Scan slots: pair counts, pair flags, adjacency counts, color histogram.
+/// Scan slots: pair counts, pair flags, adjacency counts, color histogram, the radix
+/// histograms of the grid items and of the pairs.
 const SCAN_PAIRS: u32 = 0;
 const SCAN_FLAGS: u32 = 1;
 const SCAN_ADJACENCY: u32 = 2;
 const SCAN_HISTOGRAM: u32 = 3;
+const SCAN_CELLS: u32 = 4;
+const SCAN_PAIR_SORT: u32 = 5;
 
 impl GpuContacts {
     /// Statistics partials the manifolds add for a manifold capacity.
@@ -96,14 +108,16 @@ impl GpuContacts {
         manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE)
     }
 
-    /// Contact stages for `params.body_count` bodies with room for `pair_capacity` pairs and
-    /// `manifold_capacity` manifolds.
+    /// Contact stages for `params.body_count` bodies on broad-phase grid `grid`, with room for
+    /// `pair_capacity` pairs and `manifold_capacity` manifolds.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: &wgpu::Device,
         modules: &[(&'static str, wgpu::ShaderModule)],
         limits: &wgpu::Limits,
         params: &StepParams,
         shared: &Shared,
+        grid: &GridSpec,
         pair_capacity: u32,
         manifold_capacity: u32,
     ) -> Result<Self> {
@@ -137,13 +151,45 @@ impl GpuContacts {
             colored: region(manifold_capacity),
             bucket_offsets: region(buckets + 1),
             args: 0,
+            cell_size: grid.cell_size,
+            inv_cell: grid.inv_cell,
+            hash_mask: grid.hash_mask,
+            brute_force: grid.brute_force as u32,
+            cells: region(2 * n),
+            cell_start: region(grid.hash_mask + 1),
+            large: region(n),
+            radix_histogram: region(Radix::histogram_words(n.max(pair_capacity))),
             ..GpuWorkLayout::default()
         };
+        let cells_scratch = region(2 * n);
+        let pairs_scratch = region(2 * pair_capacity);
+        // The grid items sort by hash (the large key included), the pairs by b then a; the pair
+        // passes start where they end at `pairs`.
+        let bits = |max: u32| 32 - max.leading_zeros();
+        let (cell_plan, cells_sorted) = Radix::plan(
+            layout.cells,
+            cells_scratch,
+            RADIX_ALL,
+            n,
+            layout.radix_histogram,
+            &[(0, bits(grid.hash_mask + 1))],
+        );
+        let index_bits = bits(n.saturating_sub(1)).max(1);
+        let pair_keys = [(1, index_bits), (0, index_bits)];
+        let pair_plan_len = Radix::plan(0, 0, 0, pair_capacity, 0, &pair_keys).0.len();
+        layout.pairs_raw = if pair_plan_len % 2 == 0 { layout.pairs } else { pairs_scratch };
+        let other = if pair_plan_len % 2 == 0 { pairs_scratch } else { layout.pairs };
+        let (pair_plan, pairs_sorted) =
+            Radix::plan(layout.pairs_raw, other, 0, pair_capacity, layout.radix_histogram, &pair_keys);
+        debug_assert_eq!(pairs_sorted, layout.pairs);
+        layout.cells_sorted = cells_sorted;
         let scans = [
             (SCAN_PAIRS, layout.pair_counts, n),
             (SCAN_FLAGS, layout.flags, pair_capacity),
             (SCAN_ADJACENCY, layout.adjacency_counts, n),
             (SCAN_HISTOGRAM, layout.histogram, buckets * histogram_groups),
+            (SCAN_CELLS, layout.radix_histogram, Radix::histogram_words(n) - 1),
+            (SCAN_PAIR_SORT, layout.radix_histogram, Radix::histogram_words(pair_capacity) - 1),
         ];
         let sums_words = scans.iter().map(|&(_, _, len)| Scan::sums_needed(len)).max().unwrap_or(1);
         layout.scan_sums = region(sums_words);
@@ -169,7 +215,8 @@ impl GpuContacts {
             make("manifolds_odd", manifold_bytes * manifold_capacity as u64, readable)?,
         ];
         let deltas = make("jacobi_deltas", 64 * manifold_capacity as u64, storage)?;
-        let counters = make("counters", 8 * n as u64, storage)?;
+        // Per body two counters, then the raw pair count and the large-body count.
+        let counters = make("counters", 8 * n as u64 + 8, storage)?;
         let header_readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("header_readback"),
             size: 4 * HEADER as u64,
@@ -183,7 +230,7 @@ impl GpuContacts {
         });
         // One 256-byte slot per scan, and an index uniform whose slot k holds k (the coloring
         // round, or the color bucket, of a dispatch).
-        let mut scan_bytes = vec![0u8; 4 * UNIFORM_SLOT as usize];
+        let mut scan_bytes = vec![0u8; scans.len() * UNIFORM_SLOT as usize];
         for (slot, offset, len) in scans {
             let p = ScanParams { offset, len, sums: layout.scan_sums, _pad: 0 };
             let at = (slot as u64 * UNIFORM_SLOT) as usize;
@@ -192,6 +239,16 @@ impl GpuContacts {
         let scan_params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("scan_params"),
             contents: &scan_bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut radix_bytes = vec![0u8; (cell_plan.len() + pair_plan.len()).max(1) * UNIFORM_SLOT as usize];
+        for (k, p) in cell_plan.iter().chain(&pair_plan).enumerate() {
+            let at = k * UNIFORM_SLOT as usize;
+            radix_bytes[at..at + size_of::<RadixParams>()].copy_from_slice(bytemuck::bytes_of(p));
+        }
+        let radix_params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("radix_params"),
+            contents: &radix_bytes,
             usage: wgpu::BufferUsages::UNIFORM,
         });
         let index_slots = buckets.max(params.coloring_rounds).max(1);
@@ -265,6 +322,8 @@ impl GpuContacts {
         });
         let scan = Scan::new(device, modules);
         let scan_group = kernels::bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, &work]);
+        let radix = Radix::new(device, modules);
+        let radix_group = kernels::bind(device, "radix", &radix.layout, &radix.slots, &[&radix_params, &work]);
 
         let p = |layout: &wgpu::BindGroupLayout, file: &str, entry: &str| {
             kernels::pipeline(device, modules, &[layout], file, entry)
@@ -275,6 +334,9 @@ impl GpuContacts {
             contacts_begin: p(&pairs_layout, "broad_phase", "contacts_begin"),
             count_pairs: p(&pairs_layout, "broad_phase", "count_pairs"),
             write_pairs: p(&pairs_layout, "broad_phase", "write_pairs"),
+            grid_cells: p(&pairs_layout, "broad_phase", "grid_cells"),
+            grid_pairs: p(&pairs_layout, "broad_phase", "grid_pairs"),
+            grid_finish: p(&pairs_layout, "broad_phase", "grid_finish"),
             collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
             compact_manifolds: m("compact_manifolds"),
             adjacency_count: m("adjacency_count"),
@@ -310,6 +372,10 @@ impl GpuContacts {
             solve_groups,
             scan_group,
             scan,
+            radix,
+            radix_group,
+            cell_passes: cell_plan.len() as u32,
+            pair_passes: pair_plan.len() as u32,
             pipelines,
             body_grid: dispatch_grid(n, WORKGROUP_SIZE),
             pair_grid: dispatch_grid(pair_capacity, WORKGROUP_SIZE),
@@ -337,10 +403,23 @@ impl GpuContacts {
         let p = &self.pipelines;
         pass.set_bind_group(0, &self.pairs_group, &[]);
         self.dispatch(pass, "contacts_begin", &p.contacts_begin, self.body_grid);
-        self.dispatch(pass, "count_pairs", &p.count_pairs, self.body_grid);
-        self.scan.record(pass, &self.scan_group, SCAN_PAIRS, self.layout.body_count);
-        pass.set_bind_group(0, &self.pairs_group, &[]);
-        self.dispatch(pass, "write_pairs", &p.write_pairs, self.body_grid);
+        let l = &self.layout;
+        if l.brute_force != 0 {
+            self.dispatch(pass, "count_pairs", &p.count_pairs, self.body_grid);
+            self.scan.record(pass, &self.scan_group, SCAN_PAIRS, l.body_count);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+            self.dispatch(pass, "write_pairs", &p.write_pairs, self.body_grid);
+        } else {
+            let (scan, scan_group) = (&self.scan, &self.scan_group);
+            self.radix.record(pass, &self.radix_group, 0, self.cell_passes, l.body_count, scan, scan_group, SCAN_CELLS);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+            self.dispatch(pass, "grid_cells", &p.grid_cells, self.body_grid);
+            self.dispatch(pass, "grid_pairs", &p.grid_pairs, self.body_grid);
+            self.dispatch(pass, "grid_finish", &p.grid_finish, (1, 1));
+            let (first, passes) = (self.cell_passes, self.pair_passes);
+            self.radix.record(pass, &self.radix_group, first, passes, l.pair_capacity, scan, scan_group, SCAN_PAIR_SORT);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+        }
         self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);
         self.scan.record(pass, &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
         let group = &self.manifold_groups[parity];

@@ -1,6 +1,7 @@
-//! Small helpers to declare bind group layouts, build pipelines, and record the prefix sum.
+//! Small helpers to declare bind group layouts, build pipelines, and record the prefix sum and
+//! the radix sort.
 
-use super::shaders::{self, SCAN_BLOCK, UNIFORM_SLOT, dispatch_grid};
+use super::shaders::{self, RADIX_DIGITS, SCAN_BLOCK, UNIFORM_SLOT, dispatch_grid};
 
 /// What a binding is.
 #[derive(Clone, Copy, Debug)]
@@ -150,6 +151,91 @@ impl Scan {
     }
 }
 
+/// Parameters of one radix sort pass, written into its slot of the radix uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct RadixParams {
+    pub src: u32,
+    pub dst: u32,
+    pub count_word: u32,
+    pub capacity: u32,
+    pub word: u32,
+    pub shift: u32,
+    pub histogram: u32,
+    pub groups: u32,
+}
+
+/// The stable radix sort of two-word items in a `u32` work buffer (shaders/radix.wgsl).
+pub(crate) struct Radix {
+    pub slots: [Slot; 2],
+    pub layout: wgpu::BindGroupLayout,
+    histogram: wgpu::ComputePipeline,
+    scatter: wgpu::ComputePipeline,
+}
+
+impl Radix {
+    pub fn new(device: &wgpu::Device, modules: &[(&'static str, wgpu::ShaderModule)]) -> Self {
+        let slots = [Slot::UniformDynamic, Slot::Storage(false)];
+        let layout = layout(device, "radix", &slots);
+        let make = |entry| pipeline(device, modules, &[&layout], "radix", entry);
+        Self { histogram: make("radix_histogram"), scatter: make("radix_scatter"), slots, layout }
+    }
+
+    /// Histogram workgroups for `capacity` items.
+    pub fn groups(capacity: u32) -> u32 {
+        capacity.div_ceil(RADIX_DIGITS).max(1)
+    }
+
+    /// Histogram words for `capacity` items (the last holds the scan's total).
+    pub fn histogram_words(capacity: u32) -> u32 {
+        RADIX_DIGITS * Self::groups(capacity) + 1
+    }
+
+    /// The passes that sort the items at word `a` (scratch at `b`, same size) by the low `bits`
+    /// of each `(word, bits)` key in turn, the least significant key first, and where the
+    /// sorted items end (`a` or `b`).
+    pub fn plan(a: u32, b: u32, count_word: u32, capacity: u32, histogram: u32, keys: &[(u32, u32)]) -> (Vec<RadixParams>, u32) {
+        let mut passes = Vec::new();
+        let (mut src, mut dst) = (a, b);
+        for &(word, bits) in keys {
+            for shift in (0..bits).step_by(8) {
+                passes.push(RadixParams { src, dst, count_word, capacity, word, shift, histogram, groups: Self::groups(capacity) });
+                std::mem::swap(&mut src, &mut dst);
+            }
+        }
+        (passes, src)
+    }
+
+    /// Records `passes` passes whose parameters sit in slots `first..` of the uniform bound in
+    /// `group`, scanning each histogram with scan slot `scan_slot`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        group: &wgpu::BindGroup,
+        first: u32,
+        passes: u32,
+        capacity: u32,
+        scan: &Scan,
+        scan_group: &wgpu::BindGroup,
+        scan_slot: u32,
+    ) {
+        let (x, y) = dispatch_grid(Self::groups(capacity) * RADIX_DIGITS, RADIX_DIGITS);
+        pass.push_debug_group("radix_sort");
+        for k in first..first + passes {
+            let offset = [(k as u64 * UNIFORM_SLOT) as u32];
+            pass.set_bind_group(0, group, &offset);
+            pass.set_pipeline(&self.histogram);
+            pass.dispatch_workgroups(x, y, 1);
+            scan.record(pass, scan_group, scan_slot, RADIX_DIGITS * Self::groups(capacity));
+            pass.set_bind_group(0, group, &offset);
+            pass.set_pipeline(&self.scatter);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        pass.pop_debug_group();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +296,94 @@ mod tests {
             }
             assert_eq!(got[(offset + len) as usize], total, "len {len}: total");
             assert_eq!(got[offset as usize - 1], 0, "nothing before the region is touched");
+        }
+    }
+
+    #[test]
+    fn radix_sort_is_a_stable_sort() {
+        let ctx = match crate::GpuContext::new() {
+            Ok(ctx) => ctx,
+            Err(e) if std::env::var("SIGNORINI_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("no adapter: {e}"),
+            Err(e) => return eprintln!("\n!!!!!!!! GPU TEST SKIPPED: {e} !!!!!!!!\n"),
+        };
+        let device = ctx.device();
+        let modules = modules(device);
+        let scan = Scan::new(device, &modules);
+        let radix = Radix::new(device, &modules);
+        let mut rng = crate::scenes::Lcg(5);
+        // (items, key bits, counted by a header word, sort as (a, b) pairs)
+        for &(len, bits, counted, pairs) in
+            &[(1u32, 5u32, false, false), (300, 13, false, false), (70_000, 17, true, false), (5000, 11, true, true)]
+        {
+            let capacity = len + 37;
+            let count = if counted { len } else { capacity };
+            let (a, b) = (4, 4 + 2 * capacity);
+            let histogram = b + 2 * capacity;
+            let sums = histogram + Radix::histogram_words(capacity);
+            let scanned = RADIX_DIGITS * Radix::groups(capacity);
+            let mut work = vec![0u32; (sums + Scan::sums_needed(scanned)) as usize];
+            work[0] = len;
+            let mut items: Vec<[u32; 2]> = (0..count)
+                .map(|i| {
+                    let mut key = || ((rng.next_centered() + 0.5) * (1u32 << bits) as f32) as u32 & ((1 << bits) - 1);
+                    if pairs { [key(), key()] } else { [key(), i] }
+                })
+                .collect();
+            for (i, item) in items.iter().enumerate() {
+                work[a as usize + 2 * i..a as usize + 2 * i + 2].copy_from_slice(item);
+            }
+            let keys: &[(u32, u32)] = if pairs { &[(1, bits), (0, bits)] } else { &[(0, bits)] };
+            let count_word = if counted { 0 } else { shaders::RADIX_ALL };
+            let (plan, end) = Radix::plan(a, b, count_word, capacity, histogram, keys);
+            let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("work"),
+                contents: bytemuck::cast_slice(&work),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+            let mut radix_bytes = vec![0u8; plan.len() * UNIFORM_SLOT as usize];
+            for (k, p) in plan.iter().enumerate() {
+                let at = k * UNIFORM_SLOT as usize;
+                radix_bytes[at..at + 32].copy_from_slice(bytemuck::bytes_of(p));
+            }
+            let uniform = |label, contents: &[u8]| {
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents,
+                    usage: wgpu::BufferUsages::UNIFORM,
+                })
+            };
+            let radix_params = uniform("radix params", &radix_bytes);
+            let mut scan_bytes = vec![0u8; UNIFORM_SLOT as usize];
+            let scan_params = ScanParams { offset: histogram, len: scanned, sums, _pad: 0 };
+            scan_bytes[..16].copy_from_slice(bytemuck::bytes_of(&scan_params));
+            let scan_params = uniform("scan params", &scan_bytes);
+            let radix_group = bind(device, "radix", &radix.layout, &radix.slots, &[&radix_params, &buffer]);
+            let scan_group = bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, &buffer]);
+            let readback = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: buffer.size(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                radix.record(&mut pass, &radix_group, 0, plan.len() as u32, capacity, &scan, &scan_group, 0);
+            }
+            encoder.copy_buffer_to_buffer(&buffer, 0, &readback, 0, buffer.size());
+            ctx.queue().submit([encoder.finish()]);
+            readback.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+            device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+            let got: Vec<u32> = bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec();
+            if pairs {
+                items.sort();
+            } else {
+                items.sort_by_key(|item| item[0]);
+            }
+            for (i, item) in items.iter().enumerate() {
+                let at = end as usize + 2 * i;
+                assert_eq!(&got[at..at + 2], item, "{len} items of {bits} bits: item {i}");
+            }
         }
     }
 }

@@ -17,6 +17,10 @@ pub const STATS_WORKGROUP_SIZE: u32 = 256;
 pub const SCAN_THREADS: u32 = 256;
 /// Elements scanned per workgroup (two per thread).
 pub const SCAN_BLOCK: u32 = 2 * SCAN_THREADS;
+/// Buckets of one radix sort pass (eight bits), also its workgroup size.
+pub const RADIX_DIGITS: u32 = 256;
+/// A radix sort's `count_word` when every item up to its capacity is sorted.
+pub const RADIX_ALL: u32 = u32::MAX;
 /// Bytes between the parameter slots of a dynamic-offset uniform (WebGPU's
 /// `min_uniform_buffer_offset_alignment` is at most 256).
 pub const UNIFORM_SLOT: u64 = 256;
@@ -47,6 +51,7 @@ pub const STAGES: &[(&str, &str, &str)] = &[
     ("integrate_positions", BIND_BODIES, include_str!("../../shaders/integrate_positions.wgsl")),
     ("stats", BIND_BODIES, include_str!("../../shaders/stats.wgsl")),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
+    ("radix", "", include_str!("../../shaders/radix.wgsl")),
     ("manifolds", BIND_MANIFOLDS, include_str!("../../shaders/manifolds.wgsl")),
     ("solve_contacts", BIND_SOLVE, include_str!("../../shaders/solve_contacts.wgsl")),
     (
@@ -64,6 +69,8 @@ pub fn header() -> String {
          const STATS_WORKGROUP_SIZE: u32 = {STATS_WORKGROUP_SIZE}u;\n\
          const SCAN_THREADS: u32 = {SCAN_THREADS}u;\n\
          const SCAN_BLOCK: u32 = {SCAN_BLOCK}u;\n\
+         const RADIX_DIGITS: u32 = {RADIX_DIGITS}u;\n\
+         const RADIX_ALL: u32 = {RADIX_ALL}u;\n\
          const KIND_DYNAMIC: u32 = {KIND_DYNAMIC}u;\n\
          const KIND_STATIC: u32 = {KIND_STATIC}u;\n\
          const KIND_KINEMATIC: u32 = {KIND_KINEMATIC}u;\n\

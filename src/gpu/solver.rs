@@ -48,6 +48,8 @@ pub struct GpuSolver {
     topology: wgpu::Buffer,
     modules: Vec<(&'static str, wgpu::ShaderModule)>,
     contacts_stages: Option<GpuContacts>,
+    /// The broad phase's grid.
+    grid: crate::cpu::contacts::GridSpec,
     bodies_readback: wgpu::Buffer,
     body_readback: wgpu::Buffer,
     stats_readback: wgpu::Buffer,
@@ -157,6 +159,12 @@ impl GpuSolver {
             topology,
             modules,
             contacts_stages: None,
+            grid: crate::cpu::contacts::GridSpec::new(
+                &packed.props,
+                &packed.shapes,
+                &packed.geometry,
+                packed.params.speculative_distance,
+            ),
             bodies_readback,
             body_readback,
             stats_readback,
@@ -200,6 +208,7 @@ impl GpuSolver {
             &limits,
             &self.params,
             &shared,
+            &self.grid,
             pair_capacity,
             manifold_capacity,
         )?;
@@ -234,6 +243,19 @@ impl GpuSolver {
     /// The adapter this solver runs on.
     pub fn adapter(&self) -> &AdapterSummary {
         &self.adapter
+    }
+
+    /// The broad phase's candidate pairs `(a, b)`, `a < b`, of the last step, sorted, read back
+    /// (for tests and debugging; empty without body contacts).
+    pub fn candidate_pairs(&mut self) -> Result<Vec<[u32; 2]>> {
+        match &self.contacts_stages {
+            Some(c) => {
+                let count = c.read_words(&self.device, &self.queue, 0, 1)?[0];
+                let words = c.read_words(&self.device, &self.queue, c.layout.pairs, 2 * count)?;
+                Ok(words.chunks_exact(2).map(|w| [w[0], w[1]]).collect())
+            }
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The body-body manifolds of the last step, read back (empty without body contacts).
