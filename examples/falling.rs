@@ -65,9 +65,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     desc.solver.body_contacts = !args.planes_only;
     let world = match args.scene {
-        Scene::Falling => {
-            falling_bodies(desc, FallingBodies { count: args.bodies, ramp: false, seed: 1, damping: 0.0, tumble: true })?
-        }
+        Scene::Falling => falling_bodies(
+            desc,
+            FallingBodies { count: args.bodies, ramp: false, seed: 1, damping: 0.0, tumble: true },
+        )?,
         Scene::LargePyramid => pyramid(desc, 100)?.0,
         Scene::Rain => rain(desc, args.bodies, 1)?,
     };

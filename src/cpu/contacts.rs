@@ -188,7 +188,9 @@ impl GridSpec {
 
     /// The hash of cell `c`.
     pub fn hash(&self, c: [i32; 3]) -> u32 {
-        ((c[0] as u32).wrapping_mul(73_856_093) ^ (c[1] as u32).wrapping_mul(19_349_663) ^ (c[2] as u32).wrapping_mul(83_492_791))
+        ((c[0] as u32).wrapping_mul(73_856_093)
+            ^ (c[1] as u32).wrapping_mul(19_349_663)
+            ^ (c[2] as u32).wrapping_mul(83_492_791))
             & self.hash_mask
     }
 }
@@ -221,7 +223,8 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         cs.aabb_max.push(hi + Vec3::splat(sh.radius + margin));
     }
     let overlaps = |cs: &ContactState, i: usize, j: usize| {
-        let (lo_i, hi_i, lo_j, hi_j) = (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
+        let (lo_i, hi_i, lo_j, hi_j) =
+            (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
         lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
     };
     cs.pairs.clear();

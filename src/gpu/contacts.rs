@@ -417,7 +417,16 @@ impl GpuContacts {
             self.dispatch(pass, "grid_pairs", &p.grid_pairs, self.body_grid);
             self.dispatch(pass, "grid_finish", &p.grid_finish, (1, 1));
             let (first, passes) = (self.cell_passes, self.pair_passes);
-            self.radix.record(pass, &self.radix_group, first, passes, l.pair_capacity, scan, scan_group, SCAN_PAIR_SORT);
+            self.radix.record(
+                pass,
+                &self.radix_group,
+                first,
+                passes,
+                l.pair_capacity,
+                scan,
+                scan_group,
+                SCAN_PAIR_SORT,
+            );
             pass.set_bind_group(0, &self.pairs_group, &[]);
         }
         self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);

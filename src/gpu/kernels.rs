@@ -194,12 +194,28 @@ impl Radix {
     /// The passes that sort the items at word `a` (scratch at `b`, same size) by the low `bits`
     /// of each `(word, bits)` key in turn, the least significant key first, and where the
     /// sorted items end (`a` or `b`).
-    pub fn plan(a: u32, b: u32, count_word: u32, capacity: u32, histogram: u32, keys: &[(u32, u32)]) -> (Vec<RadixParams>, u32) {
+    pub fn plan(
+        a: u32,
+        b: u32,
+        count_word: u32,
+        capacity: u32,
+        histogram: u32,
+        keys: &[(u32, u32)],
+    ) -> (Vec<RadixParams>, u32) {
         let mut passes = Vec::new();
         let (mut src, mut dst) = (a, b);
         for &(word, bits) in keys {
             for shift in (0..bits).step_by(8) {
-                passes.push(RadixParams { src, dst, count_word, capacity, word, shift, histogram, groups: Self::groups(capacity) });
+                passes.push(RadixParams {
+                    src,
+                    dst,
+                    count_word,
+                    capacity,
+                    word,
+                    shift,
+                    histogram,
+                    groups: Self::groups(capacity),
+                });
                 std::mem::swap(&mut src, &mut dst);
             }
         }
