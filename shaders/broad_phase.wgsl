@@ -83,13 +83,15 @@ fn large_counter() -> u32 {
     return 2u * params.body_count + 1u;
 }
 
+// A NaN extent fails the comparison: such a body goes to the large list, never into a cell.
 fn fits_grid(lo: vec3<f32>, hi: vec3<f32>) -> bool {
-    let e = hi - lo;
-    return max(e.x, max(e.y, e.z)) <= 0.99 * work_layout.cell_size;
+    return all(hi - lo <= vec3<f32>(0.99 * work_layout.cell_size));
 }
 
+// Cells are clamped to +-2^23, where f32 still holds every integer: bodies beyond (thousands of
+// kilometres out) share the boundary cell, which every query near them covers.
 fn cell_of(p: vec3<f32>) -> vec3<i32> {
-    return vec3<i32>(clamp(floor(p * work_layout.inv_cell), vec3<f32>(-1e9), vec3<f32>(1e9)));
+    return vec3<i32>(clamp(floor(p * work_layout.inv_cell), vec3<f32>(-GRID_CELL_LIMIT), vec3<f32>(GRID_CELL_LIMIT)));
 }
 
 fn cell_hash(c: vec3<i32>) -> u32 {

@@ -123,6 +123,9 @@ fn dynamic(props: &GpuBodyProps) -> bool {
     props.kind == KIND_DYNAMIC
 }
 
+/// Largest grid cell coordinate, 2^23: f32 holds every integer up to it.
+pub const GRID_CELL_LIMIT: f32 = 8_388_608.0;
+
 /// Scenes of at most this many bodies use the brute-force broad phase (every pair).
 pub const BRUTE_FORCE_BODIES: u32 = 64;
 
@@ -175,14 +178,16 @@ impl GridSpec {
         }
     }
 
-    /// Whether an AABB fits the grid.
+    /// Whether an AABB fits the grid (a NaN extent does not: such a body goes to the large
+    /// list).
     pub fn fits(&self, lo: Vec3, hi: Vec3) -> bool {
-        (hi - lo).max_element() <= 0.99 * self.cell_size
+        (hi - lo).cmple(Vec3::splat(0.99 * self.cell_size)).all()
     }
 
-    /// The cell holding `p`.
+    /// The cell holding `p`, clamped to `±GRID_CELL_LIMIT` where f32 still holds every integer
+    /// (bodies beyond share the boundary cell, which every query near them covers).
     pub fn cell(&self, p: Vec3) -> [i32; 3] {
-        let c = (p * self.inv_cell).floor().clamp(Vec3::splat(-1e9), Vec3::splat(1e9));
+        let c = (p * self.inv_cell).floor().clamp(Vec3::splat(-GRID_CELL_LIMIT), Vec3::splat(GRID_CELL_LIMIT));
         [c.x as i32, c.y as i32, c.z as i32]
     }
 

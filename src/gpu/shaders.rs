@@ -4,6 +4,7 @@
 
 use crate::collide::{EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS};
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
+use crate::cpu::contacts::GRID_CELL_LIMIT;
 use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
@@ -83,7 +84,8 @@ pub fn header() -> String {
          const FACE_TOLERANCE: f32 = {FACE_TOLERANCE:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
-         const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\n"
+         const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
+         const GRID_CELL_LIMIT: f32 = {GRID_CELL_LIMIT:?};\n\n"
     )
 }
 
