@@ -46,18 +46,12 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if old >= 0 {
         let prev = previous[u32(old)];
         m.color = prev.color;
-        // Friction carries over as a world vector, re-expressed in this step's tangent basis
-        // (the basis turns with the normal and flips where n.z changes sign).
-        let before = tangent_basis(prev.normal);
-        let now = tangent_basis(m.normal);
         for (var k = 0u; k < m.count; k++) {
             for (var j = 0u; j < prev.count; j++) {
                 if prev.points[j].key == m.points[k].key {
-                    let q = prev.points[j];
-                    let friction = q.tangent_impulse_1 * before.t1 + q.tangent_impulse_2 * before.t2;
-                    m.points[k].normal_impulse = params.warm_start_scale * q.normal_impulse;
-                    m.points[k].tangent_impulse_1 = params.warm_start_scale * dot3(friction, now.t1);
-                    m.points[k].tangent_impulse_2 = params.warm_start_scale * dot3(friction, now.t2);
+                    m.points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
+                    m.points[k].tangent_impulse_1 = params.warm_start_scale * prev.points[j].tangent_impulse_1;
+                    m.points[k].tangent_impulse_2 = params.warm_start_scale * prev.points[j].tangent_impulse_2;
                     break;
                 }
             }

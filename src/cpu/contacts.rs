@@ -334,7 +334,6 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         }
         let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
         let n = contact.normal;
-        let (t1, t2) = tangent_basis(n);
         // Relative acceleration along the normal when only one side falls.
         let gravity_n =
             n.dot(p.gravity) * ((dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32));
@@ -358,21 +357,17 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
                 (bb.linear_velocity + bb.angular_velocity.cross(rb))
                     - (ba.linear_velocity + ba.angular_velocity.cross(ra)),
             );
-            let (warm, old_normal) = old
-                .and_then(|o| o.points[..o.count as usize].iter().find(|q| q.key == c.key).map(|q| (*q, o.normal)))
+            let warm = old
+                .and_then(|o| o.points[..o.count as usize].iter().find(|q| q.key == c.key).copied())
                 .unwrap_or_default();
-            // Friction carries over as a world vector, re-expressed in this step's tangent basis
-            // (the basis turns with the normal and flips where n.z changes sign).
-            let (before_1, before_2) = tangent_basis(old_normal);
-            let friction = warm.tangent_impulse_1 * before_1 + warm.tangent_impulse_2 * before_2;
             let scale = p.warm_start_scale;
             m.points[k] = GpuManifoldPoint {
                 core_a: c.core_a,
                 base_separation: c.separation - n.dot(c.core_b - c.core_a),
                 core_b: c.core_b,
                 normal_impulse: scale * warm.normal_impulse,
-                tangent_impulse_1: scale * friction.dot(t1),
-                tangent_impulse_2: scale * friction.dot(t2),
+                tangent_impulse_1: scale * warm.tangent_impulse_1,
+                tangent_impulse_2: scale * warm.tangent_impulse_2,
                 approach_velocity: super::stages::approach_velocity(vn, c.separation, gravity_n),
                 key: c.key,
                 ..GpuManifoldPoint::default()
