@@ -256,8 +256,9 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
             cs.large.push(i as u32);
         }
     }
-    // Stable, like the GPU's radix sort: a cell's bodies stay in index order.
-    cs.cells.sort_by_key(|c| c[0]);
+    // The GPU's stable radix sort by hash keeps a cell's bodies in index order: sorting by
+    // (hash, body) gives the same order without the stable sort's allocation.
+    cs.cells.sort_unstable();
     cs.cell_start.clear();
     cs.cell_start.resize(large_key as usize, u32::MAX);
     for k in 0..n {

@@ -257,13 +257,64 @@ mod tests {
     use super::*;
     use wgpu::util::DeviceExt;
 
+    /// The GPU context, or `None` (with a loud line) without an adapter unless
+    /// `SIGNORINI_REQUIRE_GPU=1`.
+    fn context() -> Option<crate::GpuContext> {
+        match crate::GpuContext::new() {
+            Ok(ctx) => Some(ctx),
+            Err(e) if std::env::var("SIGNORINI_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("no adapter: {e}"),
+            Err(e) => {
+                eprintln!("\n!!!!!!!! GPU TEST SKIPPED: {e} !!!!!!!!\n");
+                None
+            }
+        }
+    }
+
+    /// A uniform buffer holding each of `slots` at its own 256-byte slot.
+    fn slotted_uniform(device: &wgpu::Device, label: &str, slots: &[&[u8]]) -> wgpu::Buffer {
+        let mut bytes = vec![0u8; slots.len().max(1) * UNIFORM_SLOT as usize];
+        for (k, slot) in slots.iter().enumerate() {
+            let at = k * UNIFORM_SLOT as usize;
+            bytes[at..at + slot.len()].copy_from_slice(slot);
+        }
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: &bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    }
+
+    /// Uploads `work`, runs `record` on it in one compute pass, and reads it back.
+    fn run_on(
+        ctx: &crate::GpuContext,
+        work: &[u32],
+        record: impl FnOnce(&wgpu::Buffer, &mut wgpu::ComputePass),
+    ) -> Vec<u32> {
+        let device = ctx.device();
+        let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("work"),
+            contents: bytemuck::cast_slice(work),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: buffer.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            record(&buffer, &mut pass);
+        }
+        encoder.copy_buffer_to_buffer(&buffer, 0, &readback, 0, buffer.size());
+        ctx.queue().submit([encoder.finish()]);
+        super::super::solver::read_buffer(device, &readback).expect("readback")
+    }
+
     #[test]
     fn scan_matches_a_cpu_prefix_sum() {
-        let ctx = match crate::GpuContext::new() {
-            Ok(ctx) => ctx,
-            Err(e) if std::env::var("SIGNORINI_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("no adapter: {e}"),
-            Err(e) => return eprintln!("\n!!!!!!!! GPU TEST SKIPPED: {e} !!!!!!!!\n"),
-        };
+        let Some(ctx) = context() else { return };
         let device = ctx.device();
         let modules = modules(device);
         let scan = Scan::new(device, &modules);
@@ -276,35 +327,12 @@ mod tests {
             let sums = offset + len + 1;
             let mut work = vec![0u32; (sums + Scan::sums_needed(len)) as usize];
             work[offset as usize..(offset + len) as usize].copy_from_slice(&data);
-            let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("work"),
-                contents: bytemuck::cast_slice(&work),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            let params = ScanParams { offset, len, sums, _pad: 0 };
+            let uniform = slotted_uniform(device, "scan params", &[bytemuck::bytes_of(&params)]);
+            let got = run_on(&ctx, &work, |buffer, pass| {
+                let group = bind(device, "scan", &scan.layout, &scan.slots, &[&uniform, buffer]);
+                scan.record(pass, &group, 0, len);
             });
-            let mut params = vec![0u8; UNIFORM_SLOT as usize];
-            params[..16].copy_from_slice(bytemuck::bytes_of(&ScanParams { offset, len, sums, _pad: 0 }));
-            let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("scan params"),
-                contents: &params,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let group = bind(device, "scan", &scan.layout, &scan.slots, &[&uniform, &buffer]);
-            let readback = device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: buffer.size(),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let mut encoder = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                scan.record(&mut pass, &group, 0, len);
-            }
-            encoder.copy_buffer_to_buffer(&buffer, 0, &readback, 0, buffer.size());
-            ctx.queue().submit([encoder.finish()]);
-            readback.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
-            device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-            let got: Vec<u32> = bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec();
             let mut total = 0u32;
             for (i, &x) in data.iter().enumerate() {
                 assert_eq!(got[offset as usize + i], total, "len {len}, element {i}");
@@ -317,11 +345,7 @@ mod tests {
 
     #[test]
     fn radix_sort_is_a_stable_sort() {
-        let ctx = match crate::GpuContext::new() {
-            Ok(ctx) => ctx,
-            Err(e) if std::env::var("SIGNORINI_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("no adapter: {e}"),
-            Err(e) => return eprintln!("\n!!!!!!!! GPU TEST SKIPPED: {e} !!!!!!!!\n"),
-        };
+        let Some(ctx) = context() else { return };
         let device = ctx.device();
         let modules = modules(device);
         let scan = Scan::new(device, &modules);
@@ -351,46 +375,15 @@ mod tests {
             let keys: &[(u32, u32)] = if pairs { &[(1, bits), (0, bits)] } else { &[(0, bits)] };
             let count_word = if counted { 0 } else { shaders::RADIX_ALL };
             let (plan, end) = Radix::plan(a, b, count_word, capacity, histogram, keys);
-            let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("work"),
-                contents: bytemuck::cast_slice(&work),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            });
-            let mut radix_bytes = vec![0u8; plan.len() * UNIFORM_SLOT as usize];
-            for (k, p) in plan.iter().enumerate() {
-                let at = k * UNIFORM_SLOT as usize;
-                radix_bytes[at..at + 32].copy_from_slice(bytemuck::bytes_of(p));
-            }
-            let uniform = |label, contents: &[u8]| {
-                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(label),
-                    contents,
-                    usage: wgpu::BufferUsages::UNIFORM,
-                })
-            };
-            let radix_params = uniform("radix params", &radix_bytes);
-            let mut scan_bytes = vec![0u8; UNIFORM_SLOT as usize];
+            let passes: Vec<&[u8]> = plan.iter().map(bytemuck::bytes_of).collect();
+            let radix_params = slotted_uniform(device, "radix params", &passes);
             let scan_params = ScanParams { offset: histogram, len: scanned, sums, _pad: 0 };
-            scan_bytes[..16].copy_from_slice(bytemuck::bytes_of(&scan_params));
-            let scan_params = uniform("scan params", &scan_bytes);
-            let radix_group = bind(device, "radix", &radix.layout, &radix.slots, &[&radix_params, &buffer]);
-            let scan_group = bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, &buffer]);
-            let readback = device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: buffer.size(),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+            let scan_params = slotted_uniform(device, "scan params", &[bytemuck::bytes_of(&scan_params)]);
+            let got = run_on(&ctx, &work, |buffer, pass| {
+                let radix_group = bind(device, "radix", &radix.layout, &radix.slots, &[&radix_params, buffer]);
+                let scan_group = bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, buffer]);
+                radix.record(pass, &radix_group, 0, plan.len() as u32, capacity, &scan, &scan_group, 0);
             });
-            let mut encoder = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                radix.record(&mut pass, &radix_group, 0, plan.len() as u32, capacity, &scan, &scan_group, 0);
-            }
-            encoder.copy_buffer_to_buffer(&buffer, 0, &readback, 0, buffer.size());
-            ctx.queue().submit([encoder.finish()]);
-            readback.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
-            device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-            let got: Vec<u32> = bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec();
             if pairs {
                 items.sort();
             } else {
