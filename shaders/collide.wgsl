@@ -493,6 +493,14 @@ struct Candidate {
 
 // The unchosen candidate with the largest positive score along `axis` (mode 0: squared
 // distance from `origin`; 1 and 2: plus and minus the signed area with `edge` about `n`).
+// Twin of the `snap` closure of `face_contact`: a distance within `tolerance` of a side is zero.
+fn snap_to_side(d: f32, tolerance: f32) -> f32 {
+    if abs(d) <= tolerance {
+        return 0.0;
+    }
+    return d;
+}
+
 fn farthest(cands: ptr<function, array<Candidate, MAX_CLIP_POINTS>>, kept: u32, chosen: vec4<i32>, mode: u32, origin: vec3<f32>, edge: vec3<f32>, n: vec3<f32>) -> i32 {
     var best = -1;
     var best_score = 1e-8;
@@ -539,18 +547,21 @@ fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii
         let v0 = world_point(reference, face_vertex(reference, face, side));
         let v1 = world_point(reference, face_vertex(reference, face, (side + 1u) % sides));
         let out = cross3(v1 - v0, n);
+        // Distances within the tolerance count as on the side: such a vertex is kept, and no
+        // clipped point is made beside it.
+        let tolerance = CLIP_TOLERANCE * sqrt(dot3(out, out));
         var kept = 0u;
         for (var j = 0u; j < count; j++) {
             let p = poly[j].p;
             let key_p = poly[j].key;
             let q = poly[(j + 1u) % count].p;
-            let dp = dot3(out, p - v0);
-            let dq = dot3(out, q - v0);
+            let dp = snap_to_side(dot3(out, p - v0), tolerance);
+            let dq = snap_to_side(dot3(out, q - v0), tolerance);
             if dp <= 0.0 && kept < MAX_CLIP_POINTS {
                 clipped[kept] = ClipPoint(p, key_p);
                 kept += 1u;
             }
-            if (dp <= 0.0) != (dq <= 0.0) && kept < MAX_CLIP_POINTS {
+            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && kept < MAX_CLIP_POINTS {
                 var edge_key = key_p;
                 if (key_p & 0x4000u) != 0u {
                     edge_key = (key_p >> 7u) & 0x7fu;

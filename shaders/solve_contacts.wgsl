@@ -34,8 +34,14 @@ fn velocity_at(m: Motion, r: vec3<f32>) -> vec3<f32> {
     return m.v + cross3(m.w, r);
 }
 
-// Applies `impulse` to B at a contact (its opposite to A); returns its work on the pair.
-fn apply_at(ma: ptr<function, Motion>, mb: ptr<function, Motion>, g: Geometry, impulse: vec3<f32>) -> f32 {
+// Applies `impulse` to B at a contact (its opposite to A); returns its work on the pair when
+// `track` (only a manifold that can bounce reads it).
+fn apply_at(ma: ptr<function, Motion>, mb: ptr<function, Motion>, g: Geometry, impulse: vec3<f32>, track: bool) -> f32 {
+    if !track {
+        apply(ma, g.ra, -impulse);
+        apply(mb, g.rb, impulse);
+        return 0.0;
+    }
     let before = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
     apply(ma, g.ra, -impulse);
     apply(mb, g.rb, impulse);
@@ -115,7 +121,7 @@ fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k11: f32, k12: f32, k22
 }
 
 // Centroid step of the coarse correction: (impulse per point, smallest impulse).
-fn coarse_step(m: Manifold, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, loaded_only: bool) -> vec2<f32> {
+fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, loaded_only: bool) -> vec2<f32> {
     let n = m.normal;
     var count = 0.0;
     var ra = vec3<f32>(0.0);
@@ -128,7 +134,7 @@ fn coarse_step(m: Manifold, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, 
         if loaded_only && c.normal_impulse <= 0.0 {
             continue;
         }
-        let g = geometry_of(m, c);
+        let g = (*geo)[k];
         count += 1.0;
         ra += g.ra;
         rb += g.rb;
@@ -147,11 +153,12 @@ fn coarse_step(m: Manifold, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, 
     return vec2<f32>((-b.mass_scale / k * (vn + b.bias_rate) - b.impulse_scale * j_sum) / count, j_min);
 }
 
-fn coarse_correction(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, soft: Soft, use_bias: bool) {
+fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geometry, 4>>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, soft: Soft, use_bias: bool) {
     let n = (*m).normal;
-    var share = coarse_step(*m, *ma, *mb, soft, use_bias, false).x;
+    let track = (*m).restitution > 0.0;
+    var share = coarse_step(*m, geo, *ma, *mb, soft, use_bias, false).x;
     if share < 0.0 {
-        let pull = coarse_step(*m, *ma, *mb, soft, use_bias, true);
+        let pull = coarse_step(*m, geo, *ma, *mb, soft, use_bias, true);
         share = clamp(pull.x, -pull.y, 0.0);
     }
     if share == 0.0 {
@@ -161,10 +168,9 @@ fn coarse_correction(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: 
         if share < 0.0 && (*m).points[k].normal_impulse <= 0.0 {
             continue;
         }
-        let g = geometry_of(*m, (*m).points[k]);
         (*m).points[k].normal_impulse += share;
         (*m).points[k].max_normal_impulse = max((*m).points[k].max_normal_impulse, share);
-        (*m).absorbed -= apply_at(ma, mb, g, share * n);
+        (*m).absorbed -= apply_at(ma, mb, (*geo)[k], share * n, track);
     }
 }
 
@@ -248,24 +254,29 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     let basis = tangent_basis(n);
     let t1 = basis.t1;
     let t2 = basis.t2;
-    if which == PASS_WARM_START {
-        for (var k = 0u; k < (*m).count; k++) {
-            let c = (*m).points[k];
-            let g = geometry_of(*m, c);
-            let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
-            (*m).absorbed -= apply_at(ma, mb, g, impulse);
-        }
-        return;
-    }
     if which == PASS_RESTITUTION {
         restitution_pass(m, ma, mb);
         return;
     }
+    // Positions do not change within a pass: each point's geometry is computed once.
+    let track = (*m).restitution > 0.0;
+    var geo: array<Geometry, 4>;
+    for (var k = 0u; k < (*m).count; k++) {
+        geo[k] = geometry_of(*m, (*m).points[k]);
+    }
+    if which == PASS_WARM_START {
+        for (var k = 0u; k < (*m).count; k++) {
+            let c = (*m).points[k];
+            let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
+            (*m).absorbed -= apply_at(ma, mb, geo[k], impulse, track);
+        }
+        return;
+    }
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
-    coarse_correction(m, ma, mb, soft, use_bias);
+    coarse_correction(m, &geo, ma, mb, soft, use_bias);
     for (var k = 0u; k < (*m).count; k++) {
-        let g = geometry_of(*m, (*m).points[k]);
+        let g = geo[k];
         let b = contact_bias(soft, g.separation, use_bias);
         let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
@@ -275,10 +286,10 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         let applied = new_impulse - c.normal_impulse;
         (*m).points[k].normal_impulse = new_impulse;
         (*m).points[k].max_normal_impulse = max(c.max_normal_impulse, applied);
-        (*m).absorbed -= apply_at(ma, mb, g, applied * n);
+        (*m).absorbed -= apply_at(ma, mb, g, applied * n, track);
     }
     for (var k = 0u; k < (*m).count; k++) {
-        let g = geometry_of(*m, (*m).points[k]);
+        let g = geo[k];
         let inv_mass = (*ma).inv_mass + (*mb).inv_mass;
         let k11 = dot3(t1, t1) * inv_mass + rotational(*ma, g.ra, t1, t1) + rotational(*mb, g.rb, t1, t1);
         let k12 = dot3(t1, t2) * inv_mass + rotational(*ma, g.ra, t1, t2) + rotational(*mb, g.rb, t1, t2);
@@ -289,7 +300,7 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         let impulse = (j.x - c.tangent_impulse_1) * t1 + (j.y - c.tangent_impulse_2) * t2;
         (*m).points[k].tangent_impulse_1 = j.x;
         (*m).points[k].tangent_impulse_2 = j.y;
-        (*m).absorbed -= apply_at(ma, mb, g, impulse);
+        (*m).absorbed -= apply_at(ma, mb, g, impulse, track);
     }
 }
 

@@ -23,6 +23,11 @@ pub const MAX_CLIP_POINTS: usize = 64;
 pub const EDGE_TOLERANCE: f32 = 0.5 * 0.005;
 /// The reference face is on A unless B's face separates by this much more, m.
 pub const FACE_TOLERANCE: f32 = 0.1 * 0.005;
+/// An incident vertex this close outside a side of the reference face is kept as it is, m.
+/// Faces flush with each other (a box on a box of the same width) put vertices right on the
+/// clipping planes; without it rounding decides, step by step, whether a corner is the vertex
+/// itself or a clipped point beside it, its feature key flips and its warm start is lost.
+pub const CLIP_TOLERANCE: f32 = 0.1 * 0.005;
 
 /// A shape in the world: its record in the shape table, its body's pose, and the tables.
 #[derive(Clone, Copy)]
@@ -606,16 +611,20 @@ fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, rad
         let v0 = reference.point(reference.face_vertex(face, side));
         let v1 = reference.point(reference.face_vertex(face, (side + 1) % sides));
         let out = (v1 - v0).cross(n);
+        // Distances within the tolerance count as on the side: such a vertex is kept, and no
+        // clipped point is made beside it.
+        let tolerance = CLIP_TOLERANCE * out.dot(out).sqrt();
+        let snap = |d: f32| if d.abs() <= tolerance { 0.0 } else { d };
         let mut kept = 0;
         for j in 0..count {
             let (p, key_p) = poly[j];
             let (q, _) = poly[(j + 1) % count];
-            let (dp, dq) = (out.dot(p - v0), out.dot(q - v0));
+            let (dp, dq) = (snap(out.dot(p - v0)), snap(out.dot(q - v0)));
             if dp <= 0.0 && kept < MAX_CLIP_POINTS {
                 clipped[kept] = (p, key_p);
                 kept += 1;
             }
-            if (dp <= 0.0) != (dq <= 0.0) && kept < MAX_CLIP_POINTS {
+            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && kept < MAX_CLIP_POINTS {
                 let edge_key = if key_p & 0x4000 != 0 { (key_p >> 7) & 0x7f } else { key_p };
                 clipped[kept] = (p + (q - p) * (dp / (dp - dq)), 0x4000 | edge_key << 7 | side as u32);
                 kept += 1;

@@ -556,6 +556,7 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
 /// point, midway between the two surface points, so that equal and opposite impulses exert no
 /// net torque and the pair conserves angular momentum (levers to each body's own surface point
 /// made friction a torque couple: 4 % of a cloud's angular momentum lost in 2 s).
+#[derive(Clone, Copy)]
 struct Geometry {
     ra: Vec3,
     rb: Vec3,
@@ -579,7 +580,13 @@ fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
 /// Applies `impulse` to B at a contact (its opposite to A) and returns its work on the pair,
 /// J: `P · (v before + v after) / 2` with `v` the relative velocity there, exact since `v`
 /// changes linearly with the impulse. Summed over a step, minus, it is what the manifold took.
-fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3) -> f32 {
+/// The work is only counted for manifolds that can bounce (`track`): nothing else reads it.
+fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3, track: bool) -> f32 {
+    if !track {
+        ma.apply(g.ra, -impulse);
+        mb.apply(g.rb, impulse);
+        return 0.0;
+    }
     let before = mb.at(g.rb) - ma.at(g.ra);
     ma.apply(g.ra, -impulse);
     mb.apply(g.rb, impulse);
@@ -587,46 +594,46 @@ fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3) -> f3
     impulse.dot(before + after) * 0.5
 }
 
-/// One pass over one manifold between motions `ma` and `mb`.
+/// One pass over one manifold between motions `ma` and `mb`. The points' geometry depends on
+/// positions only, which no pass changes, so it is computed once per pass.
 fn manifold_pass(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Motion, pass: Pass) {
     let p = w.params;
     let n = m.normal;
     let (t1, t2) = tangent_basis(n);
     let count = m.count as usize;
+    let track = m.restitution > 0.0;
+    let mut geo = [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4];
+    for (g, c) in geo.iter_mut().zip(&m.points[..count]) {
+        *g = geometry(w, m, c);
+    }
     match pass {
         Pass::WarmStart => {
-            for k in 0..count {
-                let c = m.points[k];
-                let g = geometry(w, m, &c);
+            for (c, g) in m.points[..count].iter().zip(&geo) {
                 let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
-                m.absorbed -= apply_at(ma, mb, &g, impulse);
+                m.absorbed -= apply_at(ma, mb, g, impulse, track);
             }
         }
         Pass::Solve(use_bias) => {
             let soft = softness(p, ma, mb);
-            coarse_correction(w, m, ma, mb, soft, use_bias);
-            for k in 0..count {
-                let g = geometry(w, m, &m.points[k]);
+            coarse_correction(p, m, &geo, ma, mb, soft, use_bias);
+            for (c, g) in m.points[..count].iter_mut().zip(&geo) {
                 let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
                 let k_n = ma.inv_mass + mb.inv_mass + ma.rotational(g.ra, n, n) + mb.rotational(g.rb, n, n);
                 let vn = n.dot(mb.at(g.rb) - ma.at(g.ra));
-                let c = &mut m.points[k];
                 let impulse = -mass_scale / k_n * (vn + bias) - impulse_scale * c.normal_impulse;
                 let new_impulse = (c.normal_impulse + impulse).max(0.0);
                 let applied = new_impulse - c.normal_impulse;
                 c.normal_impulse = new_impulse;
                 c.max_normal_impulse = c.max_normal_impulse.max(applied);
-                m.absorbed -= apply_at(ma, mb, &g, applied * n);
+                m.absorbed -= apply_at(ma, mb, g, applied * n, track);
             }
-            for k in 0..count {
-                let g = geometry(w, m, &m.points[k]);
+            for (c, g) in m.points[..count].iter_mut().zip(&geo) {
                 let tangent = |d: Vec3, e: Vec3| {
                     d.dot(e) * (ma.inv_mass + mb.inv_mass) + ma.rotational(g.ra, d, e) + mb.rotational(g.rb, d, e)
                 };
                 let (k11, k12, k22) = (tangent(t1, t1), tangent(t1, t2), tangent(t2, t2));
                 let dv = mb.at(g.rb) - ma.at(g.ra);
                 let (vt1, vt2) = (t1.dot(dv), t2.dot(dv));
-                let c = &mut m.points[k];
                 let (j1, j2) = friction_update(
                     c.tangent_impulse_1,
                     c.tangent_impulse_2,
@@ -640,7 +647,7 @@ fn manifold_pass(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Mo
                 let impulse = (j1 - c.tangent_impulse_1) * t1 + (j2 - c.tangent_impulse_2) * t2;
                 c.tangent_impulse_1 = j1;
                 c.tangent_impulse_2 = j2;
-                m.absorbed -= apply_at(ma, mb, &g, impulse);
+                m.absorbed -= apply_at(ma, mb, g, impulse, track);
             }
         }
         Pass::Restitution => restitution(w, m, ma, mb),
@@ -682,18 +689,24 @@ pub(crate) fn friction_update(
 
 /// The coarse correction of the plane stage for a manifold: an exact, feasible line search
 /// along "the same impulse on every point", through the points' centroid.
-#[allow(clippy::too_many_arguments)]
-fn coarse_correction(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Motion, soft: Soft, use_bias: bool) {
-    let p = w.params;
+fn coarse_correction(
+    p: &StepParams,
+    m: &mut GpuManifold,
+    geo: &[Geometry; 4],
+    ma: &mut Motion,
+    mb: &mut Motion,
+    soft: Soft,
+    use_bias: bool,
+) {
     let n = m.normal;
+    let count = m.count as usize;
     let step = |m: &GpuManifold, ma: &Motion, mb: &Motion, loaded_only: bool| {
         let (mut count, mut ra, mut rb, mut s_sum, mut j_sum, mut j_min) =
             (0.0_f32, Vec3::ZERO, Vec3::ZERO, 0.0_f32, 0.0_f32, f32::MAX);
-        for c in &m.points[..m.count as usize] {
+        for (c, g) in m.points[..m.count as usize].iter().zip(geo) {
             if loaded_only && c.normal_impulse <= 0.0 {
                 continue;
             }
-            let g = geometry(w, m, c);
             count += 1.0;
             ra += g.ra;
             rb += g.rb;
@@ -718,15 +731,14 @@ fn coarse_correction(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mu
     if share == 0.0 {
         return;
     }
-    for k in 0..m.count as usize {
-        if share < 0.0 && m.points[k].normal_impulse <= 0.0 {
+    let track = m.restitution > 0.0;
+    for (c, g) in m.points[..count].iter_mut().zip(geo) {
+        if share < 0.0 && c.normal_impulse <= 0.0 {
             continue;
         }
-        let g = geometry(w, m, &m.points[k]);
-        let c = &mut m.points[k];
         c.normal_impulse += share;
         c.max_normal_impulse = c.max_normal_impulse.max(share);
-        m.absorbed -= apply_at(ma, mb, &g, share * n);
+        m.absorbed -= apply_at(ma, mb, g, share * n, track);
     }
 }
 

@@ -2,7 +2,7 @@
 //! `common.wgsl` behind a header of constants generated here, so that every constant shared
 //! by host and shader is written once, in Rust.
 
-use crate::collide::{EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS};
+use crate::collide::{CLIP_TOLERANCE, EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS};
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::GRID_CELL_LIMIT;
 use crate::layout::{
@@ -82,6 +82,7 @@ pub fn header() -> String {
          const MAX_CLIP_POINTS: u32 = {MAX_CLIP_POINTS}u;\n\
          const EDGE_TOLERANCE: f32 = {EDGE_TOLERANCE:?};\n\
          const FACE_TOLERANCE: f32 = {FACE_TOLERANCE:?};\n\
+         const CLIP_TOLERANCE: f32 = {CLIP_TOLERANCE:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
          const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
