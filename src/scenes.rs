@@ -305,14 +305,13 @@ pub fn card_house(desc: WorldDesc, levels: usize) -> Result<World> {
     Ok(world)
 }
 
-/// A rain of `count` mixed bodies (spheres, boxes, capsules, hulls) falling into an open box
-/// (a floor and four static walls) sized for them, from layers above it: one body per metre
-/// cell, each inside a ball of radius 0.49 m so no two start overlapping.
-pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
-    let mut world = World::new(desc)?;
+/// The open box of [`rain`] and [`box_pile`]: the benchmark ground and four static walls 8 m
+/// high around a square floor with room for `count` bodies in layers of one per square metre
+/// cell, at most an eighth of them per layer. Returns the floor's side in cells.
+fn add_container(world: &mut World, count: usize) -> Result<usize> {
     let side = ((count as f32 / 8.0).sqrt().ceil()).max(3.0);
     let half = side * 0.5;
-    add_ground(&mut world, half + 2.0)?;
+    add_ground(world, half + 2.0)?;
     for (x, z, hx, hz) in [
         (half + 0.5, 0.0, 0.5, half + 1.0),
         (-half - 0.5, 0.0, 0.5, half + 1.0),
@@ -321,12 +320,26 @@ pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
     ] {
         world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(hx, 4.0, hz))).position(Vec3::new(x, 4.0, z)))?;
     }
+    Ok(side as usize)
+}
+
+/// The centre of body `i` of a rain into a container of `side` x `side` cells: one body per
+/// metre cell, layer after layer from 1 m up.
+fn rain_cell(i: usize, side: usize) -> Vec3 {
+    let (layer, k) = (i / (side * side), i % (side * side));
+    let half = side as f32 * 0.5;
+    Vec3::new((k % side) as f32 - half + 0.5, 1.0 + layer as f32, (k / side) as f32 - half + 0.5)
+}
+
+/// A rain of `count` mixed bodies (spheres, boxes, capsules, hulls) falling into an open box
+/// (a floor and four static walls) sized for them, from layers above it: one body per metre
+/// cell, each inside a ball of radius 0.49 m so no two start overlapping.
+pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
+    let mut world = World::new(desc)?;
+    let side = add_container(&mut world, count)?;
     let mut rng = Lcg(seed);
-    let per_layer = (side as usize) * (side as usize);
     for i in 0..count {
-        let (layer, k) = (i / per_layer, i % per_layer);
-        let (gx, gz) = ((k % side as usize) as f32, (k / side as usize) as f32);
-        let position = Vec3::new(gx - half + 0.5, 1.0 + layer as f32 * 1.0, gz - half + 0.5);
+        let position = rain_cell(i, side);
         let shape = match i % 4 {
             0 => Shape::sphere(rng.range(0.2, 0.4)),
             1 => Shape::cuboid(Vec3::new(rng.range(0.12, 0.28), rng.range(0.12, 0.28), rng.range(0.12, 0.28))),
@@ -344,6 +357,25 @@ pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
                 .orientation(rng.rotation())
                 .linear_velocity(Vec3::new(rng.next_centered(), 0.0, rng.next_centered()))
                 .density(rng.range(500.0, 2000.0))
+                .friction(0.6),
+        )?;
+    }
+    Ok(world)
+}
+
+/// A pile of `count` boxes: boxes of half-extents 0.15 to 0.28 m, density 1000, friction 0.6,
+/// randomly turned, rained into the open box of [`rain`] layer by layer, where they pile up.
+pub fn box_pile(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
+    let mut world = World::new(desc)?;
+    let side = add_container(&mut world, count)?;
+    let mut rng = Lcg(seed);
+    for i in 0..count {
+        let half_extents = Vec3::new(rng.range(0.15, 0.28), rng.range(0.15, 0.28), rng.range(0.15, 0.28));
+        world.add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(half_extents))
+                .position(rain_cell(i, side))
+                .orientation(rng.rotation())
+                .density(1000.0)
                 .friction(0.6),
         )?;
     }

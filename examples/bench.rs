@@ -1,0 +1,510 @@
+//! Headless benchmark: one standard scene on one backend, timed step by step, and optionally the
+//! same scene in Rapier in the same run.
+//!
+//! ```text
+//! cargo run --release --example bench -- --scene pile --bodies 10000 --steps 200 --backend cpu
+//! cargo run --release --example bench -- --scene large-pyramid --backend gpu --json out.json
+//! cargo run --release --example bench -- --scene pile --bodies 2000 --backend cpu --compare rapier
+//! ```
+//!
+//! Each measured step is timed on the wall clock from its submission until the device (or the
+//! CPU) has finished it: `step()` then `synchronize()`, which waits on the queue's fence. So a
+//! GPU step includes its submission and one fence wait, and is an upper bound on the GPU's own
+//! time. The adapter is printed and stored: a software adapter's times say nothing about a GPU.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use signorini::ConstraintSolver;
+use signorini::prelude::*;
+use signorini::scenes;
+
+/// The scenes of the benchmark (see `BENCH_SCENES` in the scenes module docs).
+#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Scene {
+    /// `--bodies` boxes rained into an open box, where they pile up.
+    Pile,
+    /// `--bodies` mixed shapes (spheres, boxes, capsules, hulls) rained into an open box.
+    Rain,
+    /// The pyramid of base 100: 5,050 boxes (`--bodies` ignored).
+    LargePyramid,
+    /// 14 x 14 pyramids of base 10: 10,780 boxes (`--bodies` ignored).
+    ManyPyramids,
+    /// 5,120 copies of a 32-point hull dropped in a column (`--bodies` ignored).
+    ConvexPile,
+}
+
+/// Which solver steps the scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Backend {
+    /// The GPU solver (wgpu compute); fails when there is no adapter.
+    Gpu,
+    /// The CPU reference solver.
+    Cpu,
+}
+
+/// How body-body constraints are solved.
+#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum SolverKind {
+    /// Graph-colored Gauss-Seidel, overflow by mass-splitting Jacobi.
+    Colored,
+    /// Mass-splitting Jacobi for everything.
+    Jacobi,
+}
+
+/// Engines to run side by side.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Compare {
+    /// rapier3d with its parallel feature, on the same scene and settings.
+    Rapier,
+}
+
+#[derive(Parser)]
+#[command(about = "Time a standard scene step by step, optionally beside Rapier, and report it")]
+struct Args {
+    /// The scene.
+    #[arg(long, value_enum, default_value_t = Scene::Pile)]
+    scene: Scene,
+    /// Bodies, for the scenes whose size is free.
+    #[arg(long, default_value_t = 10_000)]
+    bodies: usize,
+    /// Measured steps of 1/60 s.
+    #[arg(long, default_value_t = 200)]
+    steps: u32,
+    /// Steps run before the clock starts (pipelines compile, buffers grow, caches fill).
+    #[arg(long, default_value_t = 20)]
+    warmup: u32,
+    /// The solver.
+    #[arg(long, value_enum, default_value_t = Backend::Gpu)]
+    backend: Backend,
+    /// How body-body constraints are solved.
+    #[arg(long, value_enum, default_value_t = SolverKind::Colored)]
+    solver: SolverKind,
+    /// Write the results as a JSON object to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Also run the scene in another engine, in the same process.
+    #[arg(long, value_enum)]
+    compare: Option<Compare>,
+    /// Threads of Rapier's pool (default: one per core).
+    #[arg(long)]
+    rapier_threads: Option<usize>,
+    /// A label stored in the JSON (e.g. the commit measured).
+    #[arg(long, default_value = "")]
+    label: String,
+}
+
+/// Per-step times, ms.
+#[derive(Serialize)]
+struct Timing {
+    ms_per_step_median: f64,
+    ms_per_step_min: f64,
+    ms_per_step_max: f64,
+}
+
+impl Timing {
+    fn of(mut samples: Vec<f64>) -> Self {
+        samples.sort_by(f64::total_cmp);
+        let median = if samples.is_empty() { f64::NAN } else { samples[samples.len() / 2] };
+        Timing {
+            ms_per_step_median: median,
+            ms_per_step_min: samples.first().copied().unwrap_or(f64::NAN),
+            ms_per_step_max: samples.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// The other engine's figures, from the same run.
+#[derive(Serialize)]
+struct OtherEngine {
+    engine: String,
+    threads: usize,
+    #[serde(flatten)]
+    timing: Timing,
+    contacts: usize,
+    max_penetration: f32,
+    energy_drift: f64,
+}
+
+/// The JSON report.
+#[derive(Serialize)]
+struct Report {
+    label: String,
+    adapter: String,
+    backend: String,
+    software_adapter: bool,
+    scene: Scene,
+    solver: SolverKind,
+    bodies: usize,
+    steps: u32,
+    warmup_steps: u32,
+    substeps: u32,
+    iterations: u32,
+    relax_iterations: u32,
+    #[serde(flatten)]
+    timing: Timing,
+    contacts: u32,
+    colors: u32,
+    overflow: u32,
+    dropped: u32,
+    iterations_per_step: u32,
+    dispatches_per_step: Option<u32>,
+    bytes_moved_per_step_estimate: Option<u64>,
+    max_penetration: f32,
+    energy_drift: f64,
+    kinetic_energy: f32,
+    all_finite: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rapier: Option<OtherEngine>,
+}
+
+fn build(args: &Args) -> Result<World, signorini::Error> {
+    let mut desc = scenes::bench_desc();
+    desc.solver.constraint_solver = match args.solver {
+        SolverKind::Colored => ConstraintSolver::Colored,
+        SolverKind::Jacobi => ConstraintSolver::Jacobi,
+    };
+    match args.scene {
+        Scene::Pile => scenes::box_pile(desc, args.bodies, 1),
+        Scene::Rain => scenes::rain(desc, args.bodies, 1),
+        Scene::LargePyramid => Ok(scenes::pyramid(desc, 100)?.0),
+        Scene::ManyPyramids => scenes::many_pyramids(desc),
+        Scene::ConvexPile => scenes::convex_pile(desc),
+    }
+}
+
+/// Total mechanical energy of the dynamic bodies (kinetic plus potential in `gravity`), and
+/// the part of it available above the lowest centre of mass, J.
+fn energy(world: &World, states: &[BodyState]) -> (f64, f64) {
+    let g = world.desc().gravity.as_dvec3();
+    let (mut total, mut lowest, mut mass_sum, mut potential_sum) = (0.0, f64::INFINITY, 0.0, 0.0);
+    for (i, s) in states.iter().enumerate() {
+        let handle = BodyHandle::from_index(i);
+        let Ok(desc) = world.body(handle) else { continue };
+        if desc.kind != BodyKind::Dynamic {
+            continue;
+        }
+        let Ok(mp) = world.mass_properties(handle) else { continue };
+        let com = (s.position + s.orientation * mp.local_center_of_mass).as_dvec3();
+        let m = mp.mass as f64;
+        let w_body = (s.orientation * mp.principal_frame).inverse() * s.angular_velocity;
+        let rotational = 0.5 * (mp.principal_inertia * w_body * w_body).as_dvec3().element_sum();
+        let potential = -m * g.dot(com);
+        total += 0.5 * m * s.linear_velocity.as_dvec3().length_squared() + rotational + potential;
+        mass_sum += m;
+        potential_sum += potential;
+        lowest = lowest.min(-g.dot(com));
+    }
+    let floor = if mass_sum > 0.0 { mass_sum * lowest } else { 0.0 };
+    (total, (total - potential_sum) + (potential_sum - floor))
+}
+
+fn progress(steps: u32, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} steps [{{elapsed_precise}}]"))
+            .expect("valid template"),
+    );
+    bar
+}
+
+/// A rough count of the bytes the GPU step reads and writes: every stage reads and writes its
+/// records once per dispatch that touches them (bodies and solver bodies once per body stage,
+/// each manifold once per manifold pass, each plane contact once per static pass).
+fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
+    use signorini::layout::{GpuBody, GpuManifold, GpuSolverBody, GpuStaticContact};
+    let s = world.desc().solver;
+    let bodies = world.body_count() as u64;
+    let body = (std::mem::size_of::<GpuBody>() + std::mem::size_of::<GpuSolverBody>()) as u64;
+    let manifolds = (stats.contacts as u64).div_ceil(2);
+    let manifold = std::mem::size_of::<GpuManifold>() as u64;
+    let per_substep_manifold_passes = 1 + s.iterations as u64 + s.relax_iterations as u64;
+    let body_stages = 4 + 3 * s.substeps as u64;
+    let plane_contacts = bodies * world.plane_count() as u64 * 8;
+    let contact = std::mem::size_of::<GpuStaticContact>() as u64;
+    2 * (bodies * body * body_stages
+        + manifolds * (manifold + 2 * body) * (s.substeps as u64 * per_substep_manifold_passes + 3)
+        + plane_contacts * contact * (2 * s.substeps as u64 + 1))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    env_logger::init();
+    let args = Args::parse();
+    let world = build(&args)?;
+    let settings = world.desc().solver;
+
+    type Made = (Box<dyn Solver>, String, String, bool, Option<u32>);
+    let (mut solver, adapter, backend, software, dispatches): Made = match args.backend {
+        Backend::Cpu => (Box::new(CpuSolver::new(&world)?), "cpu".into(), "cpu".into(), false, None),
+        Backend::Gpu => {
+            let gpu = GpuContext::new()?;
+            let summary = gpu.adapter().clone();
+            let solver = GpuSolver::new(&gpu, &world)?;
+            let dispatches = solver.dispatches_per_step();
+            (Box::new(solver), summary.name, summary.backend, summary.software, Some(dispatches))
+        }
+    };
+    println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
+    println!(
+        "scene: {:?}, bodies: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
+        args.scene,
+        world.body_count(),
+        world.plane_count(),
+        args.warmup,
+        args.steps,
+        world.desc().dt,
+        settings.substeps,
+        settings.iterations,
+        settings.relax_iterations
+    );
+
+    solver.step_many(args.warmup);
+    solver.synchronize()?;
+    let (energy_start, energy_scale) = energy(&world, &solver.body_states()?);
+    let bar = progress(args.steps, "signorini");
+    let mut samples = Vec::with_capacity(args.steps as usize);
+    for _ in 0..args.steps {
+        let start = Instant::now();
+        solver.step();
+        solver.synchronize()?;
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let stats = solver.stats()?;
+    let states = solver.body_states()?;
+    let (energy_end, _) = energy(&world, &states);
+    let all_finite = states.iter().all(|s| s.position.is_finite() && s.linear_velocity.is_finite());
+
+    let rapier = match args.compare {
+        Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
+        None => None,
+    };
+
+    let report = Report {
+        label: args.label.clone(),
+        adapter,
+        backend,
+        software_adapter: software,
+        scene: args.scene,
+        solver: args.solver,
+        bodies: world.body_count(),
+        steps: args.steps,
+        warmup_steps: args.warmup,
+        substeps: settings.substeps,
+        iterations: settings.iterations,
+        relax_iterations: settings.relax_iterations,
+        timing: Timing::of(samples),
+        contacts: stats.contacts,
+        colors: stats.colors,
+        overflow: stats.overflow,
+        dropped: stats.dropped,
+        iterations_per_step: stats.iterations,
+        dispatches_per_step: dispatches,
+        bytes_moved_per_step_estimate: dispatches.map(|_| bytes_estimate(&world, &stats)),
+        max_penetration: stats.max_penetration,
+        energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
+        kinetic_energy: stats.kinetic_energy,
+        all_finite,
+        rapier,
+    };
+    print_table(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_table(r: &Report) {
+    let row = |name: &str, t: &Timing, contacts: String, penetration: f32, drift: f64| {
+        println!(
+            "{name:<12} {:>10.3} {:>10.3} {:>10.3} {contacts:>10} {:>12.2e} {:>12.2e}",
+            t.ms_per_step_median, t.ms_per_step_min, t.ms_per_step_max, penetration, drift
+        )
+    };
+    println!(
+        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "engine", "median ms", "min ms", "max ms", "contacts", "max pen. m", "energy drift"
+    );
+    row(
+        &format!("signorini/{}", if r.dispatches_per_step.is_some() { "gpu" } else { "cpu" }),
+        &r.timing,
+        r.contacts.to_string(),
+        r.max_penetration,
+        r.energy_drift,
+    );
+    if let Some(o) = &r.rapier {
+        row(
+            &format!("{} x{}", o.engine, o.threads),
+            &o.timing,
+            o.contacts.to_string(),
+            o.max_penetration,
+            o.energy_drift,
+        );
+        println!(
+            "ratio of medians, rapier / signorini: {:.2}",
+            o.timing.ms_per_step_median / r.timing.ms_per_step_median
+        );
+    }
+    println!(
+        "colors {}, overflow {}, dropped {}, iterations/step {}, dispatches/step {}, ~bytes/step {}, KE {:.3} J, finite {}",
+        r.colors,
+        r.overflow,
+        r.dropped,
+        r.iterations_per_step,
+        r.dispatches_per_step.map_or("-".into(), |d| d.to_string()),
+        r.bytes_moved_per_step_estimate.map_or("-".into(), |b| format!("{:.3e}", b as f64)),
+        r.kinetic_energy,
+        r.all_finite
+    );
+}
+
+/// The same world in rapier3d: same shapes, poses, velocities, masses, materials, time step,
+/// substeps (Rapier's solver iterations), iterations per substep and contact softness.
+mod rapier_side {
+    use super::{Args, OtherEngine, Timing, progress};
+    use rapier3d::prelude as rp;
+    use signorini::prelude::*;
+    use signorini::{MassSpec, PlaneHandle};
+    use std::time::Instant;
+
+    fn v(x: Vec3) -> rp::Vector {
+        rp::Vector::new(x.x, x.y, x.z)
+    }
+
+    fn collider(desc: &RigidBodyDesc) -> Option<rp::ColliderBuilder> {
+        let builder = match &desc.shape {
+            Shape::Sphere { radius } => rp::ColliderBuilder::ball(*radius),
+            Shape::Cuboid { half_extents } => {
+                rp::ColliderBuilder::cuboid(half_extents.x, half_extents.y, half_extents.z)
+            }
+            Shape::Capsule { half_height, radius } => rp::ColliderBuilder::capsule_y(*half_height, *radius),
+            Shape::ConvexHull(hull) => {
+                let points: Vec<rp::Vector> = hull.vertices().iter().map(|&p| v(p)).collect();
+                rp::ColliderBuilder::convex_hull(&points)?
+            }
+        };
+        let builder = match desc.mass {
+            MassSpec::Density(d) => builder.density(d),
+            MassSpec::Mass(m) => builder.mass(m),
+        };
+        // Equal coefficients combine to themselves under both rules; Rapier has no geometric mean.
+        Some(
+            builder
+                .friction(desc.material.friction)
+                .friction_combine_rule(rp::CoefficientCombineRule::Average)
+                .restitution(desc.material.restitution)
+                .restitution_combine_rule(rp::CoefficientCombineRule::Max),
+        )
+    }
+
+    pub(super) fn run(world: &World, args: &Args) -> Result<OtherEngine, Box<dyn std::error::Error>> {
+        let threads =
+            args.rapier_threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let pool = rapier3d::rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+        let desc = world.desc();
+        let mut w = rp::PhysicsWorld { gravity: v(desc.gravity), ..Default::default() };
+        let p = &mut w.integration_parameters;
+        p.dt = desc.dt;
+        p.num_solver_iterations = desc.solver.substeps as usize;
+        p.num_internal_pgs_iterations = desc.solver.iterations as usize;
+        p.num_internal_stabilization_iterations = desc.solver.relax_iterations as usize;
+        if let Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } =
+            desc.solver.stabilization
+        {
+            p.contact_softness = rp::SpringCoefficients::new(contact_hertz, contact_damping_ratio);
+            p.static_contact_softness = rp::SpringCoefficients::new(static_hertz, static_damping_ratio);
+        }
+        let mut handles = Vec::with_capacity(world.body_count());
+        for i in 0..world.body_count() {
+            let body = world.body(BodyHandle::from_index(i))?;
+            let builder = match body.kind {
+                BodyKind::Dynamic => rp::RigidBodyBuilder::dynamic(),
+                BodyKind::Static => rp::RigidBodyBuilder::fixed(),
+                BodyKind::Kinematic => rp::RigidBodyBuilder::kinematic_velocity_based(),
+            };
+            let (axis, angle) = body.orientation.to_axis_angle();
+            let rb = builder
+                .translation(v(body.position))
+                .rotation(v(axis * angle))
+                .linvel(v(body.linear_velocity))
+                .angvel(v(body.angular_velocity))
+                .linear_damping(body.linear_damping)
+                .angular_damping(body.angular_damping)
+                .can_sleep(false);
+            let collider = collider(body).ok_or("rapier could not build a convex hull")?;
+            handles.push((w.insert(rb, collider).0, i));
+        }
+        for k in 0..world.plane_count() {
+            let plane = world.plane(PlaneHandle::from_index(k))?;
+            let shape = rp::SharedShape::halfspace(v(plane.normal));
+            w.colliders.insert(
+                rp::ColliderBuilder::new(shape)
+                    .translation(v(plane.normal * plane.offset))
+                    .friction(plane.material.friction)
+                    .restitution(plane.material.restitution),
+            );
+        }
+        let states = |w: &rp::PhysicsWorld| -> Vec<BodyState> {
+            handles
+                .iter()
+                .map(|&(h, _)| {
+                    let b = &w.bodies[h];
+                    let t = b.translation();
+                    let r = b.rotation();
+                    let (lv, av) = (b.linvel(), b.angvel());
+                    BodyState {
+                        position: Vec3::new(t.x, t.y, t.z),
+                        orientation: Quat::from_xyzw(r.x, r.y, r.z, r.w),
+                        linear_velocity: Vec3::new(lv.x, lv.y, lv.z),
+                        angular_velocity: Vec3::new(av.x, av.y, av.z),
+                    }
+                })
+                .collect()
+        };
+        pool.install(|| {
+            for _ in 0..args.warmup {
+                w.step();
+            }
+        });
+        let (energy_start, energy_scale) = super::energy(world, &states(&w));
+        let bar = progress(args.steps, "rapier");
+        let mut samples = Vec::with_capacity(args.steps as usize);
+        pool.install(|| {
+            for _ in 0..args.steps {
+                let start = Instant::now();
+                w.step();
+                samples.push(start.elapsed().as_secs_f64() * 1e3);
+                bar.inc(1);
+            }
+        });
+        bar.finish_and_clear();
+        let (energy_end, _) = super::energy(world, &states(&w));
+        let (mut contacts, mut max_penetration) = (0, 0.0_f32);
+        for pair in w.narrow_phase.contact_pairs() {
+            for manifold in pair.manifolds() {
+                for point in &manifold.points {
+                    if point.dist < 0.0 {
+                        max_penetration = max_penetration.max(-point.dist);
+                    }
+                    contacts += usize::from(point.dist <= 0.0);
+                }
+            }
+        }
+        Ok(OtherEngine {
+            engine: "rapier3d 0.36".into(),
+            threads,
+            timing: Timing::of(samples),
+            contacts,
+            max_penetration,
+            energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
+        })
+    }
+}
