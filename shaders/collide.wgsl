@@ -40,6 +40,10 @@ fn face_plane(p: Posed, f: u32) -> WorldPlane {
     return WorldPlane(n, plane.w + dot3(n, p.position));
 }
 
+fn local_face_normal(p: Posed, f: u32) -> vec3<f32> {
+    return geometry[p.shape.first_point + p.shape.point_count + f].xyz;
+}
+
 fn face_start(p: Posed, f: u32) -> u32 {
     let t = p.shape.first_topology;
     return t + p.shape.face_count + 1u + topology[t + f];
@@ -620,6 +624,11 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     let radii = a.shape.radius + b.shape.radius;
     let fa = best_face(a, b);
     let fb = best_face(b, a);
+    // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
+    if max(fa.value, fb.value) - radii >= margin {
+        return empty_contacts(vec3<f32>(0.0));
+    }
+    // Edge pairs that build Minkowski faces, found in B's frame.
     var pair = vec2<u32>(0u);
     var sep_e = -3.4028235e38;
     var axis_e = vec3<f32>(0.0);
@@ -627,12 +636,12 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
         let eda = edge_of(a, ea);
         let pa0 = world_point(a, eda.x);
         let pa1 = world_point(a, eda.y);
-        let na0 = face_plane(a, eda.z).n;
-        let na1 = face_plane(a, eda.w).n;
+        let na0 = rotate_inv(b.orientation, face_plane(a, eda.z).n);
+        let na1 = rotate_inv(b.orientation, face_plane(a, eda.w).n);
         for (var eb = 0u; eb < b.shape.edge_count; eb++) {
             let edb = edge_of(b, eb);
-            let nb0 = face_plane(b, edb.z).n;
-            let nb1 = face_plane(b, edb.w).n;
+            let nb0 = local_face_normal(b, edb.z);
+            let nb1 = local_face_normal(b, edb.w);
             if !is_minkowski_face(na0, na1, -nb0, -nb1) {
                 continue;
             }

@@ -57,6 +57,11 @@ impl Posed<'_> {
         (n, plane.w + n.dot(self.position))
     }
 
+    /// Unit normal of face `f` in the body's frame.
+    fn local_face_normal(&self, f: u32) -> Vec3 {
+        self.geometry[(self.shape.first_point + self.shape.point_count + f) as usize].truncate()
+    }
+
     /// The range of face `f`'s vertex loop in `topology`.
     fn face_loop(&self, f: u32) -> (usize, usize) {
         let t = self.shape.first_topology as usize;
@@ -514,15 +519,21 @@ fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     let radii = a.shape.radius + b.shape.radius;
     let (face_a, sep_a) = best_face(a, b);
     let (face_b, sep_b) = best_face(b, a);
-    // Edge pairs that build Minkowski faces.
+    // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
+    if sep_a.max(sep_b) - radii >= margin {
+        return Manifold::default();
+    }
+    // Edge pairs that build Minkowski faces, found in B's frame: A's two normals are turned
+    // once per edge of A, B's are read as stored.
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
     for ea in 0..a.shape.edge_count {
         let [a0, a1, fa0, fa1] = a.edge(ea);
         let (pa0, pa1) = (a.point(a0), a.point(a1));
-        let (na0, na1) = (a.face_plane(fa0).0, a.face_plane(fa1).0);
+        let na0 = rotate_inv(b.orientation, a.face_plane(fa0).0);
+        let na1 = rotate_inv(b.orientation, a.face_plane(fa1).0);
         for eb in 0..b.shape.edge_count {
             let [b0, b1, fb0, fb1] = b.edge(eb);
-            let (nb0, nb1) = (b.face_plane(fb0).0, b.face_plane(fb1).0);
+            let (nb0, nb1) = (b.local_face_normal(fb0), b.local_face_normal(fb1));
             if !is_minkowski_face(na0, na1, -nb0, -nb1) {
                 continue;
             }
