@@ -458,6 +458,25 @@ impl GpuContacts {
         self.dispatch(pass, "jacobi_split", &p.jacobi_split, self.body_grid);
     }
 
+    /// Dispatches [`ContactStages::record_detection`] records (mirrors it).
+    pub fn detection_dispatches(&self) -> u32 {
+        let l = &self.layout;
+        let scan = Scan::DISPATCHES;
+        let pairs = if l.brute_force != 0 {
+            2 + scan
+        } else {
+            Radix::dispatches(self.cell_passes) + 3 + Radix::dispatches(self.pair_passes)
+        };
+        let coloring = if self.rounds > 0 { 1 + 3 * self.rounds } else { 0 };
+        1 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
+    }
+
+    /// Dispatches one [`ContactStages::record_pass`] records: one per color, the overflow and
+    /// its gather. Colors beyond those in use still cost an (empty) indirect dispatch.
+    pub fn pass_dispatches(&self) -> u32 {
+        self.max_colors + 2
+    }
+
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
     /// then the overflow by Jacobi and the gather.
     pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {

@@ -134,6 +134,9 @@ impl Scan {
         len.div_ceil(SCAN_BLOCK) + 1
     }
 
+    /// Dispatches one [`Scan::record`] records.
+    pub const DISPATCHES: u32 = 3;
+
     /// Records the scan described by slot `slot` of the uniform bound in `group`, over `len`
     /// elements.
     pub fn record(&self, pass: &mut wgpu::ComputePass, group: &wgpu::BindGroup, slot: u32, len: u32) {
@@ -220,6 +223,11 @@ impl Radix {
             }
         }
         (passes, src)
+    }
+
+    /// Dispatches [`Radix::record`] records for `passes` passes.
+    pub fn dispatches(passes: u32) -> u32 {
+        passes * (2 + Scan::DISPATCHES)
     }
 
     /// Records `passes` passes whose parameters sit in slots `first..` of the uniform bound in

@@ -275,10 +275,18 @@ impl GpuSolver {
         }
     }
 
-    /// Compute dispatches recorded per step.
+    /// Compute dispatches recorded per step (mirrors `record_step`; indirect dispatches of
+    /// colors that hold no constraint are counted: they are recorded all the same).
     pub fn dispatches_per_step(&self) -> u32 {
-        let per_substep = if self.params.relax_iterations > 0 { 4 } else { 3 };
-        2 + self.params.substeps * per_substep
+        let p = &self.params;
+        let relax = p.relax_iterations > 0;
+        let (mut once, mut per_substep) = (2, 3 + u32::from(relax));
+        if let Some(c) = self.contacts_stages.as_ref() {
+            once += c.detection_dispatches() + c.pass_dispatches();
+            let passes = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
+            per_substep += passes * c.pass_dispatches();
+        }
+        once + p.substeps * per_substep
     }
 
     /// The internal body states (centre of mass, principal frame), for comparisons with the CPU.
