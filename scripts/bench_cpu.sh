@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The CPU-path benchmark matrix of BENCHMARKS.md, each scene beside Rapier, JSON per run.
+#   scripts/bench_cpu.sh [OUT_DIR] [RAPIER_THREADS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-benchmarks/results/cpu}
+threads=${2:-1}
+mkdir -p "$out"
+cargo build --release --example bench
+label=$(git rev-parse --short HEAD)
+run() {
+  local name=$1; shift
+  ./target/release/examples/bench --backend cpu --compare rapier --rapier-threads "$threads" \
+    --label "$label" --json "$out/$name.json" "$@"
+}
+run pile-1000 --scene pile --bodies 1000 --warmup 60 --steps 60
+run pile-10000 --scene pile --bodies 10000 --warmup 60 --steps 30
+run large-pyramid --scene large-pyramid --warmup 30 --steps 30
+run many-pyramids --scene many-pyramids --warmup 30 --steps 30
+run convex-pile --scene convex-pile --warmup 60 --steps 30
