@@ -85,7 +85,7 @@ fn large_counter() -> u32 {
 
 // A NaN extent fails the comparison: such a body goes to the large list, never into a cell.
 fn fits_grid(lo: vec3<f32>, hi: vec3<f32>) -> bool {
-    return all(hi - lo <= vec3<f32>(0.99 * work_layout.cell_size));
+    return all(hi - lo <= vec3<f32>(GRID_FIT * work_layout.cell_size));
 }
 
 // Cells are clamped to +-2^23, where f32 still holds every integer: bodies beyond (thousands of
@@ -96,7 +96,7 @@ fn cell_of(p: vec3<f32>) -> vec3<i32> {
 
 fn cell_hash(c: vec3<i32>) -> u32 {
     let u = bitcast<vec3<u32>>(c);
-    return ((u.x * 73856093u) ^ (u.y * 19349663u) ^ (u.z * 83492791u)) & work_layout.hash_mask;
+    return ((u.x * GRID_HASH_X) ^ (u.y * GRID_HASH_Y) ^ (u.z * GRID_HASH_Z)) & work_layout.hash_mask;
 }
 
 // After the radix sort of the grid items by hash: where each hash's items start.

@@ -129,10 +129,17 @@ pub const GRID_CELL_LIMIT: f32 = 8_388_608.0;
 /// Scenes of at most this many bodies use the brute-force broad phase (every pair).
 pub const BRUTE_FORCE_BODIES: u32 = 64;
 
+/// The widest AABB, as a fraction of the cell edge, that goes into the grid (wider ones go to
+/// the large list). Below 1, so a grid body overlaps the 3 x 3 x 3 cells its queries cover.
+pub const GRID_FIT: f32 = 0.99;
+
+/// Multipliers of the cell hash, one per axis (large primes, Teschner et al. 2003).
+pub const GRID_HASH: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
+
 /// The broad phase's uniform grid, chosen once per scene from its shapes.
 ///
 /// A body goes into the cell of its AABB's min corner when the AABB is no wider than
-/// `0.99 cell_size` on every axis; a body it overlaps then has its min corner in one of the
+/// `GRID_FIT cell_size` on every axis; a body it overlaps then has its min corner in one of the
 /// 3 x 3 x 3 cells from `min - cell_size` to `max`. Wider bodies (a large body among small
 /// ones, or one moving fast) go to a list that every body checks, so one body 100 times
 /// larger than its neighbours costs a loop over a short list instead of filling the grid.
@@ -181,7 +188,7 @@ impl GridSpec {
     /// Whether an AABB fits the grid (a NaN extent does not: such a body goes to the large
     /// list).
     pub fn fits(&self, lo: Vec3, hi: Vec3) -> bool {
-        (hi - lo).cmple(Vec3::splat(0.99 * self.cell_size)).all()
+        (hi - lo).cmple(Vec3::splat(GRID_FIT * self.cell_size)).all()
     }
 
     /// The cell holding `p`, clamped to `±GRID_CELL_LIMIT` where f32 still holds every integer
@@ -193,9 +200,9 @@ impl GridSpec {
 
     /// The hash of cell `c`.
     pub fn hash(&self, c: [i32; 3]) -> u32 {
-        ((c[0] as u32).wrapping_mul(73_856_093)
-            ^ (c[1] as u32).wrapping_mul(19_349_663)
-            ^ (c[2] as u32).wrapping_mul(83_492_791))
+        ((c[0] as u32).wrapping_mul(GRID_HASH[0])
+            ^ (c[1] as u32).wrapping_mul(GRID_HASH[1])
+            ^ (c[2] as u32).wrapping_mul(GRID_HASH[2]))
             & self.hash_mask
     }
 }

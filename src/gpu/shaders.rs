@@ -4,7 +4,7 @@
 
 use crate::collide::{CLIP_TOLERANCE, EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS};
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
-use crate::cpu::contacts::GRID_CELL_LIMIT;
+use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
 use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
@@ -86,7 +86,12 @@ pub fn header() -> String {
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
          const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
-         const GRID_CELL_LIMIT: f32 = {GRID_CELL_LIMIT:?};\n\n"
+         const GRID_CELL_LIMIT: f32 = {GRID_CELL_LIMIT:?};\n\
+         const GRID_FIT: f32 = {GRID_FIT:?};\n\
+         const GRID_HASH_X: u32 = {}u;\n\
+         const GRID_HASH_Y: u32 = {}u;\n\
+         const GRID_HASH_Z: u32 = {}u;\n\n",
+        GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
     )
 }
 
