@@ -136,6 +136,7 @@ struct OtherEngine {
     contacts: usize,
     max_penetration: f32,
     energy_drift: f64,
+    max_displacement: f32,
 }
 
 /// The JSON report.
@@ -165,6 +166,7 @@ struct Report {
     bytes_moved_per_step_estimate: Option<u64>,
     max_penetration: f32,
     energy_drift: f64,
+    max_displacement: f32,
     kinetic_energy: f32,
     all_finite: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,6 +212,18 @@ fn energy(world: &World, states: &[BodyState]) -> (f64, f64) {
     }
     let floor = if mass_sum > 0.0 { mass_sum * lowest } else { 0.0 };
     (total, (total - potential_sum) + (potential_sum - floor))
+}
+
+/// How far the dynamic body that moved most during the measured steps moved, m (the standing
+/// test of the pyramids: a few millimetres at most).
+fn max_displacement(world: &World, start: &[BodyState], end: &[BodyState]) -> f32 {
+    start
+        .iter()
+        .zip(end)
+        .enumerate()
+        .filter(|(i, _)| world.body(BodyHandle::from_index(*i)).is_ok_and(|b| b.kind == BodyKind::Dynamic))
+        .map(|(_, (a, b))| (b.position - a.position).length())
+        .fold(0.0, f32::max)
 }
 
 fn progress(steps: u32, what: &str) -> ProgressBar {
@@ -274,7 +288,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     solver.step_many(args.warmup);
     solver.synchronize()?;
-    let (energy_start, energy_scale) = energy(&world, &solver.body_states()?);
+    let states_start = solver.body_states()?;
+    let (energy_start, energy_scale) = energy(&world, &states_start);
     let bar = progress(args.steps, "signorini");
     let mut samples = Vec::with_capacity(args.steps as usize);
     let mut done = 0;
@@ -322,6 +337,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bytes_moved_per_step_estimate: dispatches.map(|_| bytes_estimate(&world, &stats)),
         max_penetration: stats.max_penetration,
         energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
+        max_displacement: max_displacement(&world, &states_start, &states),
         kinetic_energy: stats.kinetic_energy,
         all_finite,
         rapier,
@@ -335,15 +351,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn print_table(r: &Report) {
-    let row = |name: &str, t: &Timing, contacts: String, penetration: f32, drift: f64| {
+    let row = |name: &str, t: &Timing, contacts: String, penetration: f32, drift: f64, moved: f32| {
         println!(
-            "{name:<12} {:>10.3} {:>10.3} {:>10.3} {contacts:>10} {:>12.2e} {:>12.2e}",
-            t.ms_per_step_median, t.ms_per_step_min, t.ms_per_step_max, penetration, drift
+            "{name:<16} {:>10.3} {:>10.3} {:>10.3} {contacts:>10} {:>12.2e} {:>12.2e} {:>11.2e}",
+            t.ms_per_step_median, t.ms_per_step_min, t.ms_per_step_max, penetration, drift, moved
         )
     };
     println!(
-        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
-        "engine", "median ms", "min ms", "max ms", "contacts", "max pen. m", "energy drift"
+        "{:<16} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>11}",
+        "engine", "median ms", "min ms", "max ms", "contacts", "max pen. m", "energy drift", "moved m"
     );
     row(
         &format!("signorini/{}", if r.dispatches_per_step.is_some() { "gpu" } else { "cpu" }),
@@ -351,6 +367,7 @@ fn print_table(r: &Report) {
         r.contacts.to_string(),
         r.max_penetration,
         r.energy_drift,
+        r.max_displacement,
     );
     if let Some(o) = &r.rapier {
         row(
@@ -359,6 +376,7 @@ fn print_table(r: &Report) {
             o.contacts.to_string(),
             o.max_penetration,
             o.energy_drift,
+            o.max_displacement,
         );
         println!(
             "ratio of medians, rapier / signorini: {:.2}",
@@ -486,7 +504,8 @@ mod rapier_side {
                 w.step();
             }
         });
-        let (energy_start, energy_scale) = super::energy(world, &states(&w));
+        let states_start = states(&w);
+        let (energy_start, energy_scale) = super::energy(world, &states_start);
         let bar = progress(args.steps, "rapier");
         let mut samples = Vec::with_capacity(args.steps as usize);
         pool.install(|| {
@@ -498,7 +517,8 @@ mod rapier_side {
             }
         });
         bar.finish_and_clear();
-        let (energy_end, _) = super::energy(world, &states(&w));
+        let states_end = states(&w);
+        let (energy_end, _) = super::energy(world, &states_end);
         let (mut contacts, mut max_penetration) = (0, 0.0_f32);
         for pair in w.narrow_phase.contact_pairs() {
             for manifold in pair.manifolds() {
@@ -517,6 +537,7 @@ mod rapier_side {
             contacts,
             max_penetration,
             energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
+            max_displacement: super::max_displacement(world, &states_start, &states_end),
         })
     }
 }
