@@ -19,11 +19,11 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use signorini::ConstraintSolver;
 use signorini::prelude::*;
 use signorini::scenes;
+use signorini::{ConstraintSolver, StageTimes};
 
-/// The scenes of the benchmark (see `BENCH_SCENES` in the scenes module docs).
+/// The scenes of the benchmark (built by `signorini::scenes`).
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Scene {
@@ -126,6 +126,34 @@ impl Timing {
     }
 }
 
+/// Median ms per step of each group of stages.
+#[derive(Serialize)]
+struct StagesMs {
+    broad_phase: f64,
+    narrow_phase: f64,
+    coloring: f64,
+    solve: f64,
+    integrate: f64,
+}
+
+impl StagesMs {
+    fn of(samples: &[StageTimes]) -> Option<Self> {
+        if samples.is_empty() {
+            return None;
+        }
+        let median = |f: &dyn Fn(&StageTimes) -> std::time::Duration| {
+            Timing::of(samples.iter().map(|t| f(t).as_secs_f64() * 1e3).collect()).ms_per_step_median
+        };
+        Some(StagesMs {
+            broad_phase: median(&|t| t.broad_phase),
+            narrow_phase: median(&|t| t.narrow_phase),
+            coloring: median(&|t| t.coloring),
+            solve: median(&|t| t.solve),
+            integrate: median(&|t| t.integrate),
+        })
+    }
+}
+
 /// The other engine's figures, from the same run.
 #[derive(Serialize)]
 struct OtherEngine {
@@ -163,6 +191,9 @@ struct Report {
     dropped: u32,
     iterations_per_step: u32,
     dispatches_per_step: Option<u32>,
+    /// Median ms per step of each stage group, for backends that time their stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stages_ms_median: Option<StagesMs>,
     bytes_moved_per_step_estimate: Option<u64>,
     max_penetration: f32,
     energy_drift: f64,
@@ -292,11 +323,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (energy_start, energy_scale) = energy(&world, &states_start);
     let bar = progress(args.steps, "signorini");
     let mut samples = Vec::with_capacity(args.steps as usize);
+    let mut stage_samples: Vec<StageTimes> = Vec::new();
     let mut done = 0;
     while done < args.steps {
         let n = args.batch.clamp(1, args.steps - done);
         let start = Instant::now();
-        solver.step_many(n);
+        if solver.stage_times().is_some() {
+            // A backend that times its stages (the CPU) steps one step at a time: nothing to
+            // batch, and every step's split is kept.
+            for _ in 0..n {
+                solver.step();
+                stage_samples.extend(solver.stage_times());
+            }
+        } else {
+            solver.step_many(n);
+        }
         solver.synchronize()?;
         samples.push(start.elapsed().as_secs_f64() * 1e3 / n as f64);
         done += n;
@@ -334,6 +375,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dropped: stats.dropped,
         iterations_per_step: stats.iterations,
         dispatches_per_step: dispatches,
+        stages_ms_median: StagesMs::of(&stage_samples),
         bytes_moved_per_step_estimate: dispatches.map(|_| bytes_estimate(&world, &stats)),
         max_penetration: stats.max_penetration,
         energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
@@ -381,6 +423,12 @@ fn print_table(r: &Report) {
         println!(
             "ratio of medians, rapier / signorini: {:.2}",
             o.timing.ms_per_step_median / r.timing.ms_per_step_median
+        );
+    }
+    if let Some(st) = &r.stages_ms_median {
+        println!(
+            "stages, median ms/step: broad phase {:.3}, narrow phase {:.3}, coloring {:.3}, solve {:.3}, integrate {:.3}",
+            st.broad_phase, st.narrow_phase, st.coloring, st.solve, st.integrate
         );
     }
     println!(

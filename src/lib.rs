@@ -44,7 +44,7 @@ mod solver;
 mod world;
 
 pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDesc};
-pub use cpu::CpuSolver;
+pub use cpu::{CpuSolver, StageTimes};
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
 pub use shape::{ConvexHull, MassProperties, Shape};

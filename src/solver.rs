@@ -70,6 +70,12 @@ pub trait Solver {
     /// [`Error::StaticBody`](crate::Error::StaticBody) for a static body,
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
+
+    /// Where the last step's time went, by group of stages, when the backend measures it (the
+    /// CPU solver does; the GPU solver does not yet and returns `None`).
+    fn stage_times(&self) -> Option<crate::StageTimes> {
+        None
+    }
 }
 
 /// Step statistics from the reduced per-body sums.

@@ -18,6 +18,39 @@ use crate::world::World;
 use contacts::{BodyView, ContactState, Pass};
 use stages::Buffers;
 
+/// Wall-clock time the CPU solver's last step spent in each group of stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// Candidate body pairs from the grid (or every pair in tiny scenes).
+    pub broad_phase: std::time::Duration,
+    /// Plane contacts and body-pair manifolds with their warm starts.
+    pub narrow_phase: std::time::Duration,
+    /// Graph coloring, buckets and the Jacobi split.
+    pub coloring: std::time::Duration,
+    /// Warm starts, biased and relax passes over planes and manifolds, restitution.
+    pub solve: std::time::Duration,
+    /// Velocity and position integration over all substeps.
+    pub integrate: std::time::Duration,
+}
+
+impl StageTimes {
+    /// The sum over the groups: the step.
+    pub fn total(&self) -> std::time::Duration {
+        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate
+    }
+}
+
+/// Adds the time since the last lap to one stage group.
+struct Laps(std::time::Instant);
+
+impl Laps {
+    fn lap(&mut self, into: &mut std::time::Duration) {
+        let now = std::time::Instant::now();
+        *into += now - self.0;
+        self.0 = now;
+    }
+}
+
 /// Steps a [`World`] on the CPU.
 #[derive(Clone, Debug)]
 pub struct CpuSolver {
@@ -33,6 +66,7 @@ pub struct CpuSolver {
     contacts: Vec<GpuStaticContact>,
     contacts_state: ContactState,
     steps: u64,
+    stage_times: StageTimes,
 }
 
 impl CpuSolver {
@@ -54,6 +88,7 @@ impl CpuSolver {
             frames,
             contacts_state: ContactState::new(grid),
             steps: 0,
+            stage_times: StageTimes::default(),
         })
     }
 
@@ -133,17 +168,25 @@ impl Solver for CpuSolver {
     fn step(&mut self) {
         let p = self.params;
         let bodies = p.body_contacts != 0;
+        let mut t = StageTimes::default();
+        let mut laps = Laps(std::time::Instant::now());
         stages::narrow_phase(&mut self.buffers());
+        laps.lap(&mut t.narrow_phase);
         if bodies {
             let mut cs = std::mem::take(&mut self.contacts_state);
             let view = self.body_view();
             contacts::broad_phase(&view, &mut cs);
+            laps.lap(&mut t.broad_phase);
             contacts::collide_pairs(&view, &mut cs);
+            laps.lap(&mut t.narrow_phase);
             contacts::color(&view, &mut cs);
+            laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
         for _ in 0..p.substeps {
+            laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());
+            laps.lap(&mut t.integrate);
             // Every warm start precedes every solve: the manifolds' first, then the planes'
             // inside `solve_static`, so the ground feels the weight of what rests on it.
             if bodies {
@@ -153,7 +196,9 @@ impl Solver for CpuSolver {
             if bodies {
                 self.manifold_passes(Pass::Solve(true), p.iterations);
             }
+            laps.lap(&mut t.solve);
             stages::integrate_positions(&mut self.buffers());
+            laps.lap(&mut t.integrate);
             if p.relax_iterations > 0 {
                 stages::relax_static(&mut self.buffers());
                 if bodies {
@@ -165,7 +210,14 @@ impl Solver for CpuSolver {
         if bodies {
             self.manifold_passes(Pass::Restitution, 1);
         }
+        laps.lap(&mut t.solve);
+        self.stage_times = t;
         self.steps += 1;
+    }
+
+    /// Wall clock of the last step's stage groups (zero before the first step).
+    fn stage_times(&self) -> Option<StageTimes> {
+        Some(self.stage_times)
     }
 
     fn step_many(&mut self, n: u32) {
@@ -240,6 +292,30 @@ mod tests {
         cs.grid.brute_force = false;
         solver.contacts_state = cs;
         out
+    }
+
+    #[test]
+    fn stage_times_split_the_step_and_do_not_change_it() {
+        let world = rain(bench_desc(), 300, 3).expect("scene");
+        let (mut timed, mut reference) = (CpuSolver::new(&world).expect("cpu"), CpuSolver::new(&world).expect("cpu"));
+        assert_eq!(timed.stage_times(), Some(StageTimes::default()));
+        for _ in 0..40 {
+            timed.step();
+            let _ = timed.stage_times();
+            reference.step();
+        }
+        let t = timed.stage_times().expect("the CPU times its stages");
+        for (name, d) in [
+            ("broad phase", t.broad_phase),
+            ("narrow phase", t.narrow_phase),
+            ("coloring", t.coloring),
+            ("solve", t.solve),
+            ("integrate", t.integrate),
+        ] {
+            assert!(d > std::time::Duration::ZERO, "{name} took no time");
+        }
+        assert_eq!(t.total(), t.broad_phase + t.narrow_phase + t.coloring + t.solve + t.integrate);
+        assert_eq!(timed.raw_bodies(), reference.raw_bodies(), "timing must not change the step");
     }
 
     #[test]
