@@ -117,7 +117,12 @@ struct Timing {
 impl Timing {
     fn of(mut samples: Vec<f64>) -> Self {
         samples.sort_by(f64::total_cmp);
-        let median = if samples.is_empty() { f64::NAN } else { samples[samples.len() / 2] };
+        let n = samples.len();
+        let median = match n {
+            0 => f64::NAN,
+            _ if n % 2 == 1 => samples[n / 2],
+            _ => 0.5 * (samples[n / 2 - 1] + samples[n / 2]),
+        };
         Timing {
             ms_per_step_median: median,
             ms_per_step_min: samples.first().copied().unwrap_or(f64::NAN),
@@ -473,11 +478,11 @@ mod rapier_side {
             MassSpec::Density(d) => builder.density(d),
             MassSpec::Mass(m) => builder.mass(m),
         };
-        // Equal coefficients combine to themselves under both rules; Rapier has no geometric mean.
+        // The material rules of `Material::combine`: geometric mean of frictions, larger restitution.
         Some(
             builder
                 .friction(desc.material.friction)
-                .friction_combine_rule(rp::CoefficientCombineRule::Average)
+                .friction_combine_rule(rp::CoefficientCombineRule::GeometricMean)
                 .restitution(desc.material.restitution)
                 .restitution_combine_rule(rp::CoefficientCombineRule::Max),
         )
@@ -567,14 +572,16 @@ mod rapier_side {
         bar.finish_and_clear();
         let states_end = states(&w);
         let (energy_end, _) = super::energy(world, &states_end);
+        // Rapier finds contacts at the start of a step: find them at the final positions, as
+        // signorini's statistics do.
+        w.detect_collisions(&(), &());
         let (mut contacts, mut max_penetration) = (0, 0.0_f32);
         for pair in w.narrow_phase.contact_pairs() {
             for manifold in pair.manifolds() {
+                // Every manifold point, speculative ones included, as signorini counts them.
+                contacts += manifold.points.len();
                 for point in &manifold.points {
-                    if point.dist < 0.0 {
-                        max_penetration = max_penetration.max(-point.dist);
-                    }
-                    contacts += usize::from(point.dist <= 0.0);
+                    max_penetration = max_penetration.max(-point.dist);
                 }
             }
         }

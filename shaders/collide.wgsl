@@ -495,8 +495,6 @@ struct Candidate {
     s: f32,
 }
 
-// The unchosen candidate with the largest positive score along `axis` (mode 0: squared
-// distance from `origin`; 1 and 2: plus and minus the signed area with `edge` about `n`).
 // Twin of the `snap` closure of `face_contact`: a distance within `tolerance` of a side is zero.
 fn snap_to_side(d: f32, tolerance: f32) -> f32 {
     if abs(d) <= tolerance {
@@ -505,6 +503,8 @@ fn snap_to_side(d: f32, tolerance: f32) -> f32 {
     return d;
 }
 
+// The unchosen candidate with the largest positive score along `axis` (mode 0: squared
+// distance from `origin`; 1 and 2: plus and minus the signed area with `edge` about `n`).
 fn farthest(cands: ptr<function, array<Candidate, MAX_CLIP_POINTS>>, kept: u32, chosen: vec4<i32>, mode: u32, origin: vec3<f32>, edge: vec3<f32>, n: vec3<f32>) -> i32 {
     var best = -1;
     var best_score = 1e-8;
