@@ -458,7 +458,7 @@ impl GpuContacts {
         self.dispatch(pass, "jacobi_split", &p.jacobi_split, self.body_grid);
     }
 
-    /// Dispatches [`ContactStages::record_detection`] records (mirrors it).
+    /// Dispatches [`Self::record_detection`] records (mirrors it).
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
         let scan = Scan::DISPATCHES;
@@ -471,7 +471,7 @@ impl GpuContacts {
         1 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
-    /// Dispatches one [`ContactStages::record_pass`] records: one per color, the overflow and
+    /// Dispatches one [`Self::record_pass`] records: one per color, the overflow and
     /// its gather. Colors beyond those in use still cost an (empty) indirect dispatch.
     pub fn pass_dispatches(&self) -> u32 {
         self.max_colors + 2
