@@ -29,6 +29,7 @@ struct StepParams {
     max_colors: u32,
     coloring_rounds: u32,
     body_contacts: u32,
+    collider_count: u32,
 }
 
 struct Body {
@@ -72,22 +73,22 @@ struct SolverBody {
     delta_rotation: vec4<f32>,
 }
 
-struct Plane {
+struct Collider {
     normal: vec3<f32>,
     offset: f32,
     friction: f32,
     restitution: f32,
-    _pad0: f32,
-    _pad1: f32,
+    first_node: u32,
+    node_count: u32,
 }
 
 struct StaticContact {
     anchor: vec3<f32>,
     base_separation: f32,
+    normal: vec3<f32>,
     normal_mass: f32,
     tangent_mass: f32,
     restitution_impulse: f32,
-    _pad1: f32,
     normal_impulse: f32,
     tangent_impulse_1: f32,
     tangent_impulse_2: f32,
@@ -96,6 +97,8 @@ struct StaticContact {
     friction: f32,
     restitution: f32,
     in_contact: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 struct Pair {

@@ -1,4 +1,5 @@
-// Stage `narrow_phase`: every core point of a dynamic body against every static plane (seed 000),
+// Stage `narrow_phase`: every core point of a dynamic body against every static plane and SDF
+// collider (seed 000; an SDF's normal is its gradient at the point),
 // speculative within `speculative_distance + max(0, -v_n) dt`; warm starting by slot. Twin of
 // `narrow_phase` in src/cpu/stages.rs.
 
@@ -34,18 +35,26 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     if !dynamic {
         return;
     }
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let plane = planes[plane_index];
-        let n = plane.normal;
-        let basis = tangent_basis(n);
-        let friction = sqrt(pr.friction * plane.friction);
-        let restitution = max(pr.restitution, plane.restitution);
+    for (var collider_index = 0u; collider_index < params.collider_count; collider_index++) {
+        let collider = colliders[collider_index];
+        let friction = sqrt(pr.friction * collider.friction);
+        let restitution = max(pr.restitution, collider.restitution);
         for (var k = 0u; k < sh.point_count; k++) {
-            let slot = slot_index(pr, sh, plane_index, k);
+            let slot = slot_index(pr, sh, collider_index, k);
             let old = contacts[slot];
             let core = rotate(b.orientation, geometry[sh.first_point + k].xyz);
-            let r = core - n * sh.radius;
-            let separation = dot3(n, b.position + r) - plane.offset;
+            var n = collider.normal;
+            var r = vec3<f32>(0.0);
+            var separation = 0.0;
+            if collider.node_count == 0u {
+                r = core - n * sh.radius;
+                separation = dot3(n, b.position + r) - collider.offset;
+            } else {
+                let field = sdf_evaluate(collider.first_node, collider.node_count, b.position + core);
+                n = field.xyz;
+                r = core - n * sh.radius;
+                separation = field.w - sh.radius;
+            }
             let vn = dot3(n, b.linear_velocity + cross3(b.angular_velocity, r));
             let margin = params.speculative_distance + max(-vn, 0.0) * params.dt;
             if separation >= margin {
@@ -60,6 +69,7 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
                 warm = params.warm_start_scale;
             }
             let rn = cross3(r, n);
+            let basis = tangent_basis(n);
             let k_normal = b.inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
             let rt1 = cross3(r, basis.t1);
             let rt2 = cross3(r, basis.t2);
@@ -69,9 +79,9 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             contacts[slot] = StaticContact(
                 r,
                 separation - dot3(n, core),
+                n,
                 1.0 / k_normal,
                 1.0 / largest_eigenvalue(k11, k12, k22),
-                0.0,
                 0.0,
                 warm * old.normal_impulse,
                 warm * old.tangent_impulse_1,
@@ -81,6 +91,8 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
                 friction,
                 restitution,
                 1u,
+                0u,
+                0u,
             );
         }
     }

@@ -108,21 +108,51 @@ fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32,
     }
 }
 
-// One sweep: per plane the coarse correction, then every normal impulse; then every friction
-// impulse clamped to the disk |j_t| <= mu j_n. Twin of `solve_contacts`.
+// The normal shared by every active contact of a collider (xyz, w = 1), or w = 0 when they
+// differ or none is active. Twin of `common_normal`.
+fn common_normal(pr: BodyProps, sh: Shape, collider_index: u32) -> vec4<f32> {
+    var n = vec3<f32>(0.0);
+    var found = false;
+    for (var k = 0u; k < sh.point_count; k++) {
+        let c = contacts[slot_index(pr, sh, collider_index, k)];
+        if c.in_contact == 0u {
+            continue;
+        }
+        if !found {
+            n = c.normal;
+            found = true;
+        } else if any(c.normal != n) {
+            return vec4<f32>(0.0);
+        }
+    }
+    return vec4<f32>(n, select(0.0, 1.0, found));
+}
+
+// One sweep: per collider the coarse correction (planes, and fields where the contacts share one
+// normal: it needs one), then every
+// normal impulse; then every friction impulse clamped to the disk |j_t| <= mu j_n. Twin of
+// `solve_contacts`.
 fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
     let pr = props[i];
     let sh = shapes[pr.shape];
     let sb = solver_bodies[i];
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let n = planes[plane_index].normal;
-        coarse_correction(pr, sh, sb, plane_index, n, m, use_bias);
+    for (var collider_index = 0u; collider_index < params.collider_count; collider_index++) {
+        let collider = colliders[collider_index];
+        if collider.node_count == 0u {
+            coarse_correction(pr, sh, sb, collider_index, collider.normal, m, use_bias);
+        } else {
+            let flat = common_normal(pr, sh, collider_index);
+            if flat.w != 0.0 {
+                coarse_correction(pr, sh, sb, collider_index, flat.xyz, m, use_bias);
+            }
+        }
         for (var k = 0u; k < sh.point_count; k++) {
-            let slot = slot_index(pr, sh, plane_index, k);
+            let slot = slot_index(pr, sh, collider_index, k);
             let c = contacts[slot];
             if c.in_contact == 0u {
                 continue;
             }
+            let n = c.normal;
             let r = lever(sb, c, n, sh.radius);
             let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
             let vn = dot3(n, (*m).v + cross3((*m).w, r));
@@ -134,33 +164,31 @@ fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
             apply_impulse(m, r, applied * n);
         }
     }
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let n = planes[plane_index].normal;
-        let basis = tangent_basis(n);
-        for (var k = 0u; k < sh.point_count; k++) {
-            let slot = slot_index(pr, sh, plane_index, k);
-            let c = contacts[slot];
-            if c.in_contact == 0u {
-                continue;
-            }
-            let r = lever(sb, c, planes[plane_index].normal, sh.radius);
-            let dv = (*m).v + cross3((*m).w, r);
-            // Projected gradient toward maximum dissipation (see solve_contacts in src/cpu/stages.rs).
-            var j1 = c.tangent_impulse_1 - c.tangent_mass * dot3(basis.t1, dv);
-            var j2 = c.tangent_impulse_2 - c.tangent_mass * dot3(basis.t2, dv);
-            let max_friction = c.friction * c.normal_impulse;
-            let len_sq = j1 * j1 + j2 * j2;
-            if len_sq > max_friction * max_friction {
-                let scale = max_friction / sqrt(len_sq);
-                j1 *= scale;
-                j2 *= scale;
-            }
-            let d1 = j1 - c.tangent_impulse_1;
-            let d2 = j2 - c.tangent_impulse_2;
-            contacts[slot].tangent_impulse_1 = j1;
-            contacts[slot].tangent_impulse_2 = j2;
-            apply_impulse(m, r, d1 * basis.t1 + d2 * basis.t2);
+    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
+    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+        let c = contacts[slot];
+        if c.in_contact == 0u {
+            continue;
         }
+        let n = c.normal;
+        let basis = tangent_basis(n);
+        let r = lever(sb, c, n, sh.radius);
+        let dv = (*m).v + cross3((*m).w, r);
+        // Projected gradient toward maximum dissipation (see solve_contacts in src/cpu/stages.rs).
+        var j1 = c.tangent_impulse_1 - c.tangent_mass * dot3(basis.t1, dv);
+        var j2 = c.tangent_impulse_2 - c.tangent_mass * dot3(basis.t2, dv);
+        let max_friction = c.friction * c.normal_impulse;
+        let len_sq = j1 * j1 + j2 * j2;
+        if len_sq > max_friction * max_friction {
+            let scale = max_friction / sqrt(len_sq);
+            j1 *= scale;
+            j2 *= scale;
+        }
+        let d1 = j1 - c.tangent_impulse_1;
+        let d2 = j2 - c.tangent_impulse_2;
+        contacts[slot].tangent_impulse_1 = j1;
+        contacts[slot].tangent_impulse_2 = j2;
+        apply_impulse(m, r, d1 * basis.t1 + d2 * basis.t2);
     }
 }
 
@@ -175,16 +203,15 @@ fn solve_static(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     let sb = solver_bodies[i];
     var m = load_motion(i);
     // Warm start with the accumulated impulses of the last substep (or step).
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let n = planes[plane_index].normal;
-        let basis = tangent_basis(n);
-        for (var k = 0u; k < sh.point_count; k++) {
-            let c = contacts[slot_index(pr, sh, plane_index, k)];
-            if c.in_contact == 0u {
-                continue;
-            }
-            apply_impulse(&m, lever(sb, c, n, sh.radius), c.normal_impulse * n + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2);
+    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
+    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+        let c = contacts[slot];
+        if c.in_contact == 0u {
+            continue;
         }
+        let n = c.normal;
+        let basis = tangent_basis(n);
+        apply_impulse(&m, lever(sb, c, n, sh.radius), c.normal_impulse * n + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2);
     }
     for (var iteration = 0u; iteration < params.iterations; iteration++) {
         solve_contacts(i, &m, true);
@@ -219,25 +246,23 @@ fn restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let v_solved = m.v;
     let w_solved = m.w;
     var max_restitution = 0.0;
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let n = planes[plane_index].normal;
-        for (var k = 0u; k < sh.point_count; k++) {
-            let slot = slot_index(pr, sh, plane_index, k);
-            let c = contacts[slot];
-            if c.in_contact == 0u || c.restitution == 0.0 || c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
-                continue;
-            }
-            let r = lever(sb, c, n, sh.radius);
-            let vn = dot3(n, m.v + cross3(m.w, r));
-            let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
-            let new_impulse = max(c.normal_impulse + impulse, 0.0);
-            let applied = new_impulse - c.normal_impulse;
-            contacts[slot].normal_impulse = new_impulse;
-            contacts[slot].max_normal_impulse = max(c.max_normal_impulse, applied);
-            contacts[slot].restitution_impulse = applied;
-            max_restitution = max(max_restitution, c.restitution);
-            apply_impulse(&m, r, applied * n);
+    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
+    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+        let c = contacts[slot];
+        if c.in_contact == 0u || c.restitution == 0.0 || c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
+            continue;
         }
+        let n = c.normal;
+        let r = lever(sb, c, n, sh.radius);
+        let vn = dot3(n, m.v + cross3(m.w, r));
+        let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
+        let new_impulse = max(c.normal_impulse + impulse, 0.0);
+        let applied = new_impulse - c.normal_impulse;
+        contacts[slot].normal_impulse = new_impulse;
+        contacts[slot].max_normal_impulse = max(c.max_normal_impulse, applied);
+        contacts[slot].restitution_impulse = applied;
+        max_restitution = max(max_restitution, c.restitution);
+        apply_impulse(&m, r, applied * n);
     }
     if max_restitution == 0.0 {
         return;
@@ -256,11 +281,8 @@ fn restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         let alpha = clamp((-bb + sqrt(max(bb * bb + 4.0 * a * budget, 0.0))) / (2.0 * a), 0.0, 1.0);
         m.v = v_solved + alpha * (m.v - v_solved);
         m.w = w_solved + alpha * (m.w - w_solved);
-        for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-            for (var k = 0u; k < sh.point_count; k++) {
-                let slot = slot_index(pr, sh, plane_index, k);
-                contacts[slot].normal_impulse -= (1.0 - alpha) * contacts[slot].restitution_impulse;
-            }
+        for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+            contacts[slot].normal_impulse -= (1.0 - alpha) * contacts[slot].restitution_impulse;
         }
     }
     store_motion(i, m);

@@ -19,13 +19,18 @@ fn body_stats(i: u32) -> Stats {
     let sh = shapes[pr.shape];
     out.kinetic_energy = kinetic_energy(b.inv_mass, pr.inv_inertia, b.orientation, b.linear_velocity, b.angular_velocity);
     out.dynamic_bodies = 1u;
-    for (var plane_index = 0u; plane_index < params.plane_count; plane_index++) {
-        let plane = planes[plane_index];
+    for (var collider_index = 0u; collider_index < params.collider_count; collider_index++) {
+        let collider = colliders[collider_index];
         for (var k = 0u; k < sh.point_count; k++) {
             let x = b.position + rotate(b.orientation, geometry[sh.first_point + k].xyz);
-            let s = dot3(plane.normal, x) - sh.radius - plane.offset;
+            var s = 0.0;
+            if collider.node_count == 0u {
+                s = dot3(collider.normal, x) - sh.radius - collider.offset;
+            } else {
+                s = sdf_evaluate(collider.first_node, collider.node_count, x).w - sh.radius;
+            }
             out.max_penetration = max(out.max_penetration, -s);
-            out.contacts += contacts[slot_index(pr, sh, plane_index, k)].in_contact;
+            out.contacts += contacts[slot_index(pr, sh, collider_index, k)].in_contact;
         }
     }
     return out;

@@ -139,29 +139,32 @@ impl GpuSolverBody {
     }
 }
 
-/// A static plane. 32 bytes.
+/// A static collider: a plane (`node_count == 0`) or a signed distance field, whose compiled
+/// program is `node_count` nodes of [`SDF_NODE_VEC4S`](crate::sdf::SDF_NODE_VEC4S) `Vec4`s
+/// in `geometry` from `first_node`. Planes come first, then SDFs, in insertion order. 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuPlane {
-    /// Unit outward normal.
+pub struct GpuCollider {
+    /// Unit outward normal of a plane (unused for an SDF).
     pub normal: Vec3,
-    /// Offset: points on the plane satisfy `normal · x = offset`.
+    /// Offset of a plane: points on it satisfy `normal · x = offset` (unused for an SDF).
     pub offset: f32,
     /// Friction coefficient.
     pub friction: f32,
     /// Restitution coefficient.
     pub restitution: f32,
-    /// Unused.
-    pub _pad0: f32,
-    /// Unused.
-    pub _pad1: f32,
+    /// Index in `geometry` of the first `Vec4` of an SDF's program.
+    pub first_node: u32,
+    /// Nodes of an SDF's program; 0 for a plane.
+    pub node_count: u32,
 }
-const _: () = assert!(size_of::<GpuPlane>() == 32);
+const _: () = assert!(size_of::<GpuCollider>() == 32);
 
-/// One slot of a body's static contacts: core point `k` of the body against plane `p` lives in
-/// slot `slot_offset + p * point_count + k`, so a contact's feature key is its slot and warm
-/// starting needs no search. The plane is body A, the body is B; the normal is the plane's
-/// (pointing towards B, seed 000). 64 bytes.
+/// One slot of a body's static contacts: core point `k` of the body against collider `c`
+/// (plane or SDF) lives in slot `slot_offset + c * point_count + k`, so a contact's feature key
+/// is its slot and warm starting needs no search. The collider is body A, the body is B; the
+/// normal is the plane's, or the field's gradient at the point when the contact was made
+/// (pointing towards B, seed 000), and stays fixed for the step. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuStaticContact {
@@ -170,14 +173,14 @@ pub struct GpuStaticContact {
     /// `s0 - n · core` with `core = anchor + radius n` the body's core point: the current
     /// separation is `base_separation + n · (Δp + Δq core)`, m.
     pub base_separation: f32,
+    /// Unit contact normal, from the collider towards the body.
+    pub normal: Vec3,
     /// `1 / (n · K n)`, the effective mass along the normal, kg.
     pub normal_mass: f32,
     /// `1 / λmax(K_t)`, the step size of the friction update, kg (see `solve_contacts`).
     pub tangent_mass: f32,
     /// Normal impulse added by the restitution stage this step, N s.
     pub restitution_impulse: f32,
-    /// Unused.
-    pub _pad1: f32,
     /// Accumulated normal impulse of the current substep, N s.
     pub normal_impulse: f32,
     /// Accumulated friction impulse along the first tangent, N s.
@@ -192,10 +195,14 @@ pub struct GpuStaticContact {
     pub friction: f32,
     /// Combined restitution coefficient.
     pub restitution: f32,
-    /// 1 when the slot holds a contact this step, 0 when the point is too far from the plane.
+    /// 1 when the slot holds a contact this step, 0 when the point is too far from the collider.
     pub in_contact: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// Unused.
+    pub _pad1: u32,
 }
-const _: () = assert!(size_of::<GpuStaticContact>() == 64);
+const _: () = assert!(size_of::<GpuStaticContact>() == 80);
 
 /// Highest number of graph colors (a color mask is one `u32`).
 pub const MAX_COLORS: u32 = 32;
@@ -386,7 +393,7 @@ pub struct StepParams {
     pub relax_iterations: u32,
     /// Number of bodies.
     pub body_count: u32,
-    /// Number of planes.
+    /// Number of planes; the SDF colliders follow them.
     pub plane_count: u32,
     /// Number of static-contact slots.
     pub slot_count: u32,
@@ -421,6 +428,8 @@ pub struct StepParams {
     pub coloring_rounds: u32,
     /// 1 when bodies collide with each other, else 0.
     pub body_contacts: u32,
+    /// Number of static colliders: planes, then SDFs.
+    pub collider_count: u32,
 }
 
 impl StepParams {
@@ -451,6 +460,7 @@ impl StepParams {
             relax_iterations: relax,
             body_count: world.bodies.len() as u32,
             plane_count: world.planes.len() as u32,
+            collider_count: (world.planes.len() + world.sdfs.len()) as u32,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,
@@ -506,7 +516,7 @@ pub(crate) struct Packed {
     pub shapes: Vec<GpuShape>,
     pub geometry: Vec<Vec4>,
     pub topology: Vec<u32>,
-    pub planes: Vec<GpuPlane>,
+    pub colliders: Vec<GpuCollider>,
     pub frames: Vec<BodyFrame>,
     pub slot_count: u32,
 }
@@ -514,7 +524,7 @@ pub(crate) struct Packed {
 impl Packed {
     pub fn new(world: &World) -> Self {
         let mut tables = ShapeTables::default();
-        let plane_count = world.planes.len() as u32;
+        let collider_count = world.collider_count() as u32;
         let mut slot_count = 0u32;
         let mut bodies = Vec::with_capacity(world.bodies.len());
         let mut props = Vec::with_capacity(world.bodies.len());
@@ -525,7 +535,7 @@ impl Packed {
             let dynamic = desc.kind == BodyKind::Dynamic;
             let slot_offset = slot_count;
             if dynamic {
-                slot_count += tables.shapes[shape as usize].point_count * plane_count;
+                slot_count += tables.shapes[shape as usize].point_count * collider_count;
             }
             let orientation = quat_mul(desc.orientation, mp.principal_frame).normalize();
             let (linear_velocity, angular_velocity) = match desc.kind {
@@ -558,17 +568,28 @@ impl Packed {
             frames
                 .push(BodyFrame { local_center_of_mass: mp.local_center_of_mass, principal_frame: mp.principal_frame });
         }
-        let planes = world
+        let mut colliders: Vec<GpuCollider> = world
             .planes
             .iter()
-            .map(|p| GpuPlane {
+            .map(|p| GpuCollider {
                 normal: p.normal,
                 offset: p.offset,
                 friction: p.material.friction,
                 restitution: p.material.restitution,
-                ..GpuPlane::default()
+                ..GpuCollider::default()
             })
             .collect();
+        // SDF programs follow the shapes in `geometry`.
+        for sdf in &world.sdfs {
+            colliders.push(GpuCollider {
+                friction: sdf.collider.material.friction,
+                restitution: sdf.collider.material.restitution,
+                first_node: tables.geometry.len() as u32,
+                node_count: sdf.program.len() as u32 / crate::sdf::SDF_NODE_VEC4S,
+                ..GpuCollider::default()
+            });
+            tables.geometry.extend_from_slice(&sdf.program);
+        }
         let ShapeTables { shapes, geometry, topology, .. } = tables;
         Self {
             params: StepParams::new(world, slot_count),
@@ -577,7 +598,7 @@ impl Packed {
             shapes,
             geometry,
             topology,
-            planes,
+            colliders,
             frames,
             slot_count,
         }

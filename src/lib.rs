@@ -39,6 +39,7 @@ pub mod layout;
 pub mod math;
 pub mod polytope;
 pub mod scenes;
+pub mod sdf;
 mod shape;
 mod solver;
 mod world;
@@ -47,6 +48,7 @@ pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDes
 pub use cpu::{CpuSolver, StageTimes};
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
+pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Solver, StepStats};
 pub use world::{ConstraintSolver, Plane, PlaneHandle, SolverSettings, Stabilization, World, WorldDesc};
@@ -58,8 +60,8 @@ struct ReadmeDoctests;
 /// The types most programs need, and the glam types the API speaks.
 pub mod prelude {
     pub use crate::{
-        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Plane, RigidBodyDesc,
-        Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Plane, RigidBodyDesc, Sdf,
+        SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

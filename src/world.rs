@@ -1,9 +1,10 @@
-//! The world description: settings, bodies and static planes. Solvers are built from it.
+//! The world description: settings, bodies, static planes and SDF colliders. Solvers are built from it.
 
 use glam::Vec3;
 
 use crate::body::{BodyHandle, BodyKind, MassSpec, Material, RigidBodyDesc};
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
+use crate::sdf::{SdfCollider, SdfHandle};
 use crate::shape::MassProperties;
 
 /// How positional error (penetration) is removed.
@@ -267,6 +268,14 @@ pub struct World {
     pub(crate) desc: WorldDesc,
     pub(crate) bodies: Vec<BodyRecord>,
     pub(crate) planes: Vec<Plane>,
+    pub(crate) sdfs: Vec<SdfRecord>,
+}
+
+/// A validated SDF collider and its compiled program.
+#[derive(Clone, Debug)]
+pub(crate) struct SdfRecord {
+    pub collider: SdfCollider,
+    pub program: Vec<glam::Vec4>,
 }
 
 impl World {
@@ -276,7 +285,7 @@ impl World {
     /// A typed error for any setting that is not finite or out of range.
     pub fn new(desc: WorldDesc) -> Result<Self> {
         desc.validate()?;
-        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new() })
+        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new(), sdfs: Vec::new() })
     }
 
     /// The world's settings.
@@ -327,6 +336,39 @@ impl World {
     /// Number of bodies.
     pub fn body_count(&self) -> usize {
         self.bodies.len()
+    }
+
+    /// Adds a static collider given by a signed distance field (a bowl, a hollow box, any CSG
+    /// of primitives). Bodies meet it point by point, as they meet planes; see [`crate::sdf`].
+    ///
+    /// # Errors
+    /// The field's own errors (see [`Sdf::validate`](crate::Sdf::validate)) and
+    /// [`Error::OutOfRange`] for a bad material.
+    pub fn add_sdf(&mut self, collider: SdfCollider) -> Result<SdfHandle> {
+        collider.sdf.validate()?;
+        collider.material.validate()?;
+        let program = collider.sdf.compile();
+        self.sdfs.push(SdfRecord { collider, program });
+        Ok(SdfHandle(self.sdfs.len() as u32 - 1))
+    }
+
+    /// Number of SDF colliders.
+    pub fn sdf_count(&self) -> usize {
+        self.sdfs.len()
+    }
+
+    /// An SDF collider as given.
+    pub fn sdf(&self, handle: SdfHandle) -> Result<&SdfCollider> {
+        self.sdfs.get(handle.index()).map(|r| &r.collider).ok_or(Error::InvalidHandle {
+            what: "SDF collider",
+            index: handle.0,
+            count: self.sdfs.len() as u32,
+        })
+    }
+
+    /// Number of static colliders that every dynamic body is tested against: planes and SDFs.
+    pub fn collider_count(&self) -> usize {
+        self.planes.len() + self.sdfs.len()
     }
 
     /// Number of planes.

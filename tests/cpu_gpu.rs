@@ -13,28 +13,6 @@ fn scene(tumble: bool, seed: u32) -> World {
     falling_bodies(desc, FallingBodies { count: 1000, ramp: true, seed, damping: 0.0, tumble }).unwrap()
 }
 
-/// Relative size of the kicks given to the CPU ensemble below: the size of the difference the
-/// GPU's rounding makes to a tumbling body's angular velocity before its first impact
-/// (measured on lavapipe: 2e-6 rad/s on 2.4 rad/s).
-const KICK: f32 = 1e-6;
-
-/// CPU solvers whose initial velocities differ from the world's by `KICK` relative, each
-/// member in a different component of the linear or angular velocity of every body.
-fn kicked_ensemble(world: &World) -> Vec<CpuSolver> {
-    (0..6)
-        .map(|k| {
-            let mut solver = CpuSolver::new(world).unwrap();
-            for (i, s) in solver.body_states().unwrap().iter().enumerate() {
-                let (mut v, mut w) = (s.linear_velocity, s.angular_velocity);
-                let x = if k < 3 { &mut v[k] } else { &mut w[k - 3] };
-                *x += KICK * x.abs().max(1.0);
-                solver.set_velocity(BodyHandle::from_index(i), v, w).unwrap();
-            }
-            solver
-        })
-        .collect()
-}
-
 /// 1,000 mixed bodies (spheres, boxes, capsules, hulls) dropped onto a floor and a ramp for
 /// 300 steps (5 s): the positions agree within 1e-3 m on at least 95 % of the bodies, and
 /// every body that disagrees is shown, without the GPU, to be one whose motion amplifies
@@ -56,7 +34,7 @@ fn cpu_and_gpu_agree_on_1000_falling_bodies() {
     let world = scene(false, 7);
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
-    let mut ensemble = kicked_ensemble(&world);
+    let mut ensemble = common::kicked_ensemble(&world);
     let capacity: Vec<usize> = (0..world.body_count())
         .map(|i| world.body(BodyHandle::from_index(i)).unwrap().shape.core_points().len() * world.plane_count())
         .collect();

@@ -43,22 +43,12 @@ fn probe(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn shared_math_matches_rust() {
-    let Some(ctx) = common::gpu() else { return };
+/// Runs the entry point `probe` of `source` (which binds `input` at group 1 binding 0 and a
+/// float `output` of `out_floats` at binding 1) over `threads` threads; returns the output.
+fn run_probe(ctx: &signorini::GpuContext, source: &str, input: &[Vec4], threads: usize, out_floats: usize) -> Vec<f32> {
     let device = ctx.device();
-    let mut rng = signorini::scenes::Lcg(5);
-    let mut input = Vec::with_capacity(3 * N);
-    for _ in 0..N {
-        input.push(Vec4::new(rng.next_centered(), rng.next_centered(), rng.next_centered(), rng.next_centered()));
-        input.push(Vec4::new(rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), 0.0));
-        input.push(Vec4::new(rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(0.0, 0.5)));
-    }
-    // The shader only uses group 1, but common.wgsl declares group 0; an explicit layout keeps
-    // group 0 empty.
-    let source = format!("{}\n{KERNEL}", shaders::compose("", ""));
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("math_probe"),
+        label: Some("probe"),
         source: wgpu::ShaderSource::Wgsl(source.into()),
     });
     let storage = |read_only, binding| wgpu::BindGroupLayoutEntry {
@@ -71,9 +61,11 @@ fn shared_math_matches_rust() {
         },
         count: None,
     };
+    // The probe only uses group 1, but common.wgsl may declare group 0; an explicit layout
+    // keeps group 0 empty.
     let empty = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &[] });
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some("math_probe"),
+        label: Some("probe"),
         entries: &[storage(true, 0), storage(false, 1)],
     });
     let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -82,7 +74,7 @@ fn shared_math_matches_rust() {
         immediate_size: 0,
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("math_probe"),
+        label: Some("probe"),
         layout: Some(&pipeline_layout),
         module: &module,
         entry_point: Some("probe"),
@@ -91,10 +83,10 @@ fn shared_math_matches_rust() {
     });
     let input_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("input"),
-        contents: bytemuck::cast_slice(&input),
+        contents: bytemuck::cast_slice(input),
         usage: wgpu::BufferUsages::STORAGE,
     });
-    let size = (N * OUT * 4) as u64;
+    let size = (out_floats * 4) as u64;
     let output = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("output"),
         size,
@@ -123,14 +115,27 @@ fn shared_math_matches_rust() {
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &empty_group, &[]);
         pass.set_bind_group(1, &group, &[]);
-        pass.dispatch_workgroups((N / 64) as u32, 1, 1);
+        pass.dispatch_workgroups(threads.div_ceil(64) as u32, 1, 1);
     }
     encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
     ctx.queue().submit([encoder.finish()]);
     readback.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
     device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let gpu: Vec<f32> = bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec();
+    bytemuck::cast_slice(&readback.get_mapped_range(..).unwrap()).to_vec()
+}
 
+#[test]
+fn shared_math_matches_rust() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut rng = signorini::scenes::Lcg(5);
+    let mut input = Vec::with_capacity(3 * N);
+    for _ in 0..N {
+        input.push(Vec4::new(rng.next_centered(), rng.next_centered(), rng.next_centered(), rng.next_centered()));
+        input.push(Vec4::new(rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), rng.range(-5.0, 5.0), 0.0));
+        input.push(Vec4::new(rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(-3.0, 3.0), rng.range(0.0, 0.5)));
+    }
+    let source = format!("{}\n{KERNEL}", shaders::compose("", ""));
+    let gpu = run_probe(ctx, &source, &input, N, N * OUT);
     let names = ["rotate", "quat_mul", "quat_exp", "inverse inertia", "tangent_basis/energy", "quat_normalize"];
     let mut exact = [0usize; 6];
     for i in 0..N {
@@ -165,4 +170,64 @@ fn shared_math_matches_rust() {
     for (name, count) in names.iter().zip(exact) {
         eprintln!("{name}: {count}/{N} bit-identical on {}", ctx.adapter());
     }
+}
+
+/// The WGSL evaluation of a compiled SDF (shaders/sdf.wgsl) against `sdf::evaluate_program`:
+/// every primitive, transforms and CSG, at random points around the field.
+#[test]
+fn sdf_programs_match_rust() {
+    use signorini::Sdf;
+    let Some(ctx) = common::gpu() else { return };
+    let rot = Quat::from_euler(glam::EulerRot::XYZ, 0.3, -1.1, 0.7);
+    let field = Sdf::bowl(1.0, 0.1)
+        .union(Sdf::hollow_box(Vec3::new(2.0, 1.5, 1.8)).rotated(rot))
+        .union(Sdf::torus(0.6, 0.2).rotated(rot).translated(Vec3::new(0.2, 0.5, 0.0)))
+        .union(Sdf::capsule(0.3, 0.2).transformed(Vec3::X, rot.inverse()))
+        .union(Sdf::cylinder(0.3, 0.3).translated(Vec3::new(0.0, -0.5, 0.2)))
+        .subtract(Sdf::rounded_cuboid(Vec3::splat(0.4), 0.1).translated(Vec3::new(0.5, 0.5, 0.0)))
+        .intersection(Sdf::half_space(Vec3::new(0.1, 1.0, 0.0), 1.0));
+    field.validate().unwrap();
+    // Some padding before the program checks that `first` is honoured.
+    let first = 5u32;
+    let mut input = vec![Vec4::splat(7.0); first as usize];
+    let program = field.compile();
+    let count = program.len() as u32 / signorini::sdf::SDF_NODE_VEC4S;
+    input.extend(&program);
+    let points_at = input.len();
+    let mut rng = signorini::scenes::Lcg(17);
+    let mut points = Vec::with_capacity(N);
+    for _ in 0..N {
+        points.push(Vec3::new(rng.range(-2.5, 2.5), rng.range(-2.0, 2.0), rng.range(-2.5, 2.5)));
+    }
+    input.extend(points.iter().map(|p| p.extend(0.0)));
+    let kernel = format!(
+        r#"
+@group(1) @binding(0) var<storage, read> geometry: array<vec4<f32>>;
+@group(1) @binding(1) var<storage, read_write> output: array<f32>;
+
+@compute @workgroup_size(64)
+fn probe(@builtin(global_invocation_id) g: vec3<u32>) {{
+    let i = g.x;
+    if i >= {N}u {{
+        return;
+    }}
+    let r = sdf_evaluate({first}u, {count}u, geometry[{points_at}u + i].xyz);
+    output[4u * i] = r.x;
+    output[4u * i + 1u] = r.y;
+    output[4u * i + 2u] = r.z;
+    output[4u * i + 3u] = r.w;
+}}
+"#
+    );
+    let source = format!("{}\n{}\n{kernel}", shaders::compose("", ""), shaders::SDF);
+    let gpu = run_probe(ctx, &source, &input, N, 4 * N);
+    let mut exact = 0;
+    for (i, p) in points.iter().enumerate() {
+        let (d, g) = signorini::sdf::evaluate_program(&input, first, count, *p);
+        let got = Vec4::from_slice(&gpu[4 * i..4 * i + 4]);
+        exact += usize::from(got == g.extend(d));
+        assert!((got.w - d).abs() <= 1e-5 * d.abs().max(1.0), "point {p}: gpu distance {} cpu {d}", got.w);
+        assert!((got.truncate() - g).length() <= 1e-5, "point {p}: gpu gradient {} cpu {g}", got.truncate());
+    }
+    eprintln!("sdf: {exact}/{N} bit-identical on {}", ctx.adapter());
 }

@@ -5,8 +5,8 @@ use std::mem::{offset_of, size_of};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use signorini::layout::{
-    GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuPair, GpuPlane, GpuShape, GpuSolverBody, GpuStaticContact,
-    GpuStats, GpuWorkLayout, StepParams,
+    GpuBody, GpuBodyProps, GpuCollider, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody,
+    GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
 };
 use signorini::shaders;
 
@@ -82,7 +82,7 @@ fn host_structs_match_wgsl_layout() {
         GpuSolverBody,
         [inv_inertia_world, delta_position, start_kinetic_energy, delta_rotation]
     );
-    check_struct!(&module, "Plane", GpuPlane, [normal, offset, friction, restitution, _pad0, _pad1]);
+    check_struct!(&module, "Collider", GpuCollider, [normal, offset, friction, restitution, first_node, node_count]);
     check_struct!(
         &module,
         "StaticContact",
@@ -90,10 +90,10 @@ fn host_structs_match_wgsl_layout() {
         [
             anchor,
             base_separation,
+            normal,
             normal_mass,
             tangent_mass,
             restitution_impulse,
-            _pad1,
             normal_impulse,
             tangent_impulse_1,
             tangent_impulse_2,
@@ -101,7 +101,9 @@ fn host_structs_match_wgsl_layout() {
             approach_velocity,
             friction,
             restitution,
-            in_contact
+            in_contact,
+            _pad0,
+            _pad1
         ]
     );
     check_struct!(&module, "Pair", GpuPair, [a, b]);
@@ -207,6 +209,7 @@ fn step_params_uniform_matches_wgsl() {
         max_colors: 25,
         coloring_rounds: 26,
         body_contacts: 27,
+        collider_count: 28,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -237,6 +240,7 @@ fn step_params_uniform_matches_wgsl() {
         ("max_colors", 25.0),
         ("coloring_rounds", 26.0),
         ("body_contacts", 27.0),
+        ("collider_count", 28.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -254,6 +258,7 @@ fn step_params_uniform_matches_wgsl() {
             "max_colors",
             "coloring_rounds",
             "body_contacts",
+            "collider_count",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

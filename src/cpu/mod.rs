@@ -9,7 +9,7 @@ use glam::{Vec3, Vec4};
 use crate::body::{BodyHandle, BodyState};
 use crate::error::{Error, Result, check_finite};
 use crate::layout::{
-    BodyFrame, GpuBody, GpuBodyProps, GpuPlane, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC,
+    BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC,
     Packed, StepParams,
 };
 use crate::solver::{Solver, StepStats};
@@ -27,7 +27,7 @@ pub struct StageTimes {
     pub narrow_phase: std::time::Duration,
     /// Graph coloring, buckets and the Jacobi split.
     pub coloring: std::time::Duration,
-    /// Warm starts, biased and relax passes over planes and manifolds, restitution.
+    /// Warm starts, biased and relax passes over static colliders and manifolds, restitution.
     pub solve: std::time::Duration,
     /// Velocity and position integration over all substeps.
     pub integrate: std::time::Duration,
@@ -60,7 +60,7 @@ pub struct CpuSolver {
     shapes: Vec<GpuShape>,
     geometry: Vec<Vec4>,
     topology: Vec<u32>,
-    planes: Vec<GpuPlane>,
+    colliders: Vec<GpuCollider>,
     frames: Vec<BodyFrame>,
     solver_bodies: Vec<GpuSolverBody>,
     contacts: Vec<GpuStaticContact>,
@@ -70,9 +70,9 @@ pub struct CpuSolver {
 }
 
 impl CpuSolver {
-    /// Builds a solver for `world`'s current bodies and planes.
+    /// Builds a solver for `world`'s current bodies and static colliders.
     pub fn new(world: &World) -> Result<Self> {
-        let Packed { params, bodies, props, shapes, geometry, topology, planes, frames, slot_count } =
+        let Packed { params, bodies, props, shapes, geometry, topology, colliders, frames, slot_count } =
             Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         Ok(Self {
@@ -84,7 +84,7 @@ impl CpuSolver {
             shapes,
             geometry,
             topology,
-            planes,
+            colliders,
             frames,
             contacts_state: ContactState::new(grid),
             steps: 0,
@@ -104,7 +104,7 @@ impl CpuSolver {
             props: &self.props,
             shapes: &self.shapes,
             geometry: &self.geometry,
-            planes: &self.planes,
+            colliders: &self.colliders,
             solver_bodies: &mut self.solver_bodies,
             contacts: &mut self.contacts,
         }
@@ -245,7 +245,8 @@ impl Solver for CpuSolver {
 
     fn stats(&mut self) -> Result<StepStats> {
         let total = self.bodies.iter().zip(&self.props).fold(GpuStats::default(), |acc, (b, pr)| {
-            let s = stages::body_stats(&self.params, b, pr, &self.shapes, &self.geometry, &self.planes, &self.contacts);
+            let s =
+                stages::body_stats(&self.params, b, pr, &self.shapes, &self.geometry, &self.colliders, &self.contacts);
             GpuStats {
                 kinetic_energy: acc.kinetic_energy + s.kinetic_energy,
                 max_penetration: acc.max_penetration.max(s.max_penetration),

@@ -5,13 +5,14 @@
 use glam::{Mat3, Quat, Vec3};
 
 use crate::layout::{
-    GpuBody, GpuBodyProps, GpuPlane, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_DYNAMIC, KIND_STATIC,
+    GpuBody, GpuBodyProps, GpuCollider, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_DYNAMIC, KIND_STATIC,
     StepParams,
 };
 use crate::math::{
     kinetic_energy, mat3_inverse, quat_exp, quat_mul, quat_normalize, rotate, rotate_inv, tangent_basis,
     world_inverse_inertia,
 };
+use crate::sdf::evaluate_program;
 
 /// Everything a stage reads or writes: the CPU's view of the GPU's bind group.
 pub(crate) struct Buffers<'a> {
@@ -20,7 +21,7 @@ pub(crate) struct Buffers<'a> {
     pub props: &'a [GpuBodyProps],
     pub shapes: &'a [GpuShape],
     pub geometry: &'a [glam::Vec4],
-    pub planes: &'a [GpuPlane],
+    pub colliders: &'a [GpuCollider],
     pub solver_bodies: &'a mut [GpuSolverBody],
     pub contacts: &'a mut [GpuStaticContact],
 }
@@ -29,8 +30,9 @@ fn is_dynamic(props: &GpuBodyProps) -> bool {
     props.kind == KIND_DYNAMIC
 }
 
-/// Vertex-versus-plane detection and contact preparation (seed 000: every core point of a
-/// body against every static plane). A slot becomes active when its support point is within
+/// Vertex-versus-plane and vertex-versus-SDF detection and contact preparation (seed 000: every
+/// core point of a body against every static collider; an SDF's normal is its gradient at the
+/// point). A slot becomes active when its support point is within
 /// the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
 /// impulses if it was active then (warm starting by feature key = slot). Also freezes the
 /// world inverse inertia for the step and clears the step deltas of every body that moves.
@@ -62,18 +64,24 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
         if !dynamic {
             continue;
         }
-        for plane_index in 0..p.plane_count {
-            let plane = buf.planes[plane_index as usize];
-            let n = plane.normal;
-            let (t1, t2) = tangent_basis(n);
-            let friction = (pr.friction * plane.friction).sqrt();
-            let restitution = pr.restitution.max(plane.restitution);
+        for collider_index in 0..p.collider_count {
+            let collider = buf.colliders[collider_index as usize];
+            let friction = (pr.friction * collider.friction).sqrt();
+            let restitution = pr.restitution.max(collider.restitution);
             for k in 0..sh.point_count {
-                let slot = (pr.slot_offset + plane_index * sh.point_count + k) as usize;
+                let slot = (pr.slot_offset + collider_index * sh.point_count + k) as usize;
                 let old = buf.contacts[slot];
                 let core = rotate(b.orientation, buf.geometry[(sh.first_point + k) as usize].truncate());
-                let r = core - n * sh.radius;
-                let separation = n.dot(b.position + r) - plane.offset;
+                let (n, r, separation) = if collider.node_count == 0 {
+                    let n = collider.normal;
+                    let r = core - n * sh.radius;
+                    (n, r, n.dot(b.position + r) - collider.offset)
+                } else {
+                    // The field's gradient at the core point is the normal of the nearest surface.
+                    let (d, n) =
+                        evaluate_program(buf.geometry, collider.first_node, collider.node_count, b.position + core);
+                    (n, core - n * sh.radius, d - sh.radius)
+                };
                 let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
                 let margin = p.speculative_distance + (-vn).max(0.0) * p.dt;
                 if separation >= margin {
@@ -85,6 +93,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 }
                 let warm = if old.in_contact == 1 { p.warm_start_scale } else { 0.0 };
                 let rn = r.cross(n);
+                let (t1, t2) = tangent_basis(n);
                 let k_normal = b.inv_mass + rn.dot(inv_inertia_world * rn);
                 let rt1 = r.cross(t1);
                 let rt2 = r.cross(t2);
@@ -94,10 +103,10 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 buf.contacts[slot] = GpuStaticContact {
                     anchor: r,
                     base_separation: separation - n.dot(core),
+                    normal: n,
                     normal_mass: 1.0 / k_normal,
                     tangent_mass: 1.0 / largest_eigenvalue(k11, k12, k22),
                     restitution_impulse: 0.0,
-                    _pad1: 0.0,
                     normal_impulse: warm * old.normal_impulse,
                     tangent_impulse_1: warm * old.tangent_impulse_1,
                     tangent_impulse_2: warm * old.tangent_impulse_2,
@@ -106,6 +115,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                     friction,
                     restitution,
                     in_contact: 1,
+                    ..GpuStaticContact::default()
                 };
             }
         }
@@ -299,14 +309,23 @@ fn coarse_correction(
     }
 }
 
-/// A body's static-contact slots: `plane_count * point_count` of them, plane-major.
+/// The normal shared by every active contact of a group, if they all have the same one
+/// (bit for bit: a flat face of a field gives each point the same gradient). Twin of
+/// `common_normal` in shaders/solve_static.wgsl.
+fn common_normal(group: &[GpuStaticContact]) -> Option<Vec3> {
+    let mut active = group.iter().filter(|c| c.in_contact != 0);
+    let n = active.next()?.normal;
+    active.all(|c| c.normal == n).then_some(n)
+}
+
+/// A body's static-contact slots: `collider_count * point_count` of them, collider-major.
 fn body_slots<'a>(
     contacts: &'a mut [GpuStaticContact],
     p: &StepParams,
     pr: &GpuBodyProps,
     sh: &GpuShape,
 ) -> &'a mut [GpuStaticContact] {
-    &mut contacts[pr.slot_offset as usize..][..(p.plane_count * sh.point_count) as usize]
+    &mut contacts[pr.slot_offset as usize..][..(p.collider_count * sh.point_count) as usize]
 }
 
 /// One projected Gauss-Seidel sweep over a body's static contacts (seeds 000 and 001): every
@@ -329,21 +348,23 @@ fn body_slots<'a>(
 fn solve_contacts(
     p: &StepParams,
     sb: &GpuSolverBody,
-    planes: &[GpuPlane],
+    colliders: &[GpuCollider],
     contacts: &mut [GpuStaticContact],
     sh: &GpuShape,
     m: &mut Motion,
     use_bias: bool,
 ) {
-    for plane_index in 0..p.plane_count {
-        let n = planes[plane_index as usize].normal;
-        let group = &mut contacts[(plane_index * sh.point_count) as usize..][..sh.point_count as usize];
-        coarse_correction(p, sb, n, sh.radius, group, m, use_bias);
-        for k in 0..sh.point_count {
-            let c = &mut contacts[(plane_index * sh.point_count + k) as usize];
-            if c.in_contact == 0 {
-                continue;
-            }
+    for collider_index in 0..p.collider_count {
+        let collider = &colliders[collider_index as usize];
+        let group = &mut contacts[(collider_index * sh.point_count) as usize..][..sh.point_count as usize];
+        // The centroid step needs one normal for all the points: a plane's, or a field's where
+        // every active contact has the same one (a flat face of the field).
+        let n = if collider.node_count == 0 { Some(collider.normal) } else { common_normal(group) };
+        if let Some(n) = n {
+            coarse_correction(p, sb, n, sh.radius, group, m, use_bias);
+        }
+        for c in group.iter_mut().filter(|c| c.in_contact != 0) {
+            let n = c.normal;
             let r = lever(sb, c, n, sh.radius);
             let s = separation(sb, c, n, sh.radius);
             let (bias, mass_scale, impulse_scale) = contact_bias(p, s, use_bias);
@@ -356,30 +377,24 @@ fn solve_contacts(
             m.apply(r, applied * n);
         }
     }
-    for plane_index in 0..p.plane_count {
-        let n = planes[plane_index as usize].normal;
+    for c in contacts.iter_mut().filter(|c| c.in_contact != 0) {
+        let n = c.normal;
         let (t1, t2) = tangent_basis(n);
-        for k in 0..sh.point_count {
-            let c = &mut contacts[(plane_index * sh.point_count + k) as usize];
-            if c.in_contact == 0 {
-                continue;
-            }
-            let r = lever(sb, c, planes[plane_index as usize].normal, sh.radius);
-            let dv = m.v + m.w.cross(r);
-            let mut j1 = c.tangent_impulse_1 - c.tangent_mass * t1.dot(dv);
-            let mut j2 = c.tangent_impulse_2 - c.tangent_mass * t2.dot(dv);
-            let max_friction = c.friction * c.normal_impulse;
-            let len_sq = j1 * j1 + j2 * j2;
-            if len_sq > max_friction * max_friction {
-                let scale = max_friction / len_sq.sqrt();
-                j1 *= scale;
-                j2 *= scale;
-            }
-            let (d1, d2) = (j1 - c.tangent_impulse_1, j2 - c.tangent_impulse_2);
-            c.tangent_impulse_1 = j1;
-            c.tangent_impulse_2 = j2;
-            m.apply(r, d1 * t1 + d2 * t2);
+        let r = lever(sb, c, n, sh.radius);
+        let dv = m.v + m.w.cross(r);
+        let mut j1 = c.tangent_impulse_1 - c.tangent_mass * t1.dot(dv);
+        let mut j2 = c.tangent_impulse_2 - c.tangent_mass * t2.dot(dv);
+        let max_friction = c.friction * c.normal_impulse;
+        let len_sq = j1 * j1 + j2 * j2;
+        if len_sq > max_friction * max_friction {
+            let scale = max_friction / len_sq.sqrt();
+            j1 *= scale;
+            j2 *= scale;
         }
+        let (d1, d2) = (j1 - c.tangent_impulse_1, j2 - c.tangent_impulse_2);
+        c.tangent_impulse_1 = j1;
+        c.tangent_impulse_2 = j2;
+        m.apply(r, d1 * t1 + d2 * t2);
     }
 }
 
@@ -396,22 +411,16 @@ pub(crate) fn solve_static(buf: &mut Buffers) {
         let sb = buf.solver_bodies[i];
         let mut m = motion(&buf.bodies[i], &sb);
         // Warm start: last substep's (or last step's) accumulated impulses.
-        for plane_index in 0..p.plane_count {
-            let n = buf.planes[plane_index as usize].normal;
+        for c in body_slots(buf.contacts, p, &pr, &sh).iter().filter(|c| c.in_contact != 0) {
+            let n = c.normal;
             let (t1, t2) = tangent_basis(n);
-            for k in 0..sh.point_count {
-                let c = buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
-                if c.in_contact == 0 {
-                    continue;
-                }
-                m.apply(
-                    lever(&sb, &c, n, sh.radius),
-                    c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2,
-                );
-            }
+            m.apply(
+                lever(&sb, c, n, sh.radius),
+                c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2,
+            );
         }
         for _ in 0..p.iterations {
-            solve_contacts(p, &sb, buf.planes, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, true);
+            solve_contacts(p, &sb, buf.colliders, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, true);
         }
         buf.bodies[i].linear_velocity = m.v;
         buf.bodies[i].angular_velocity = m.w;
@@ -431,7 +440,7 @@ pub(crate) fn relax_static(buf: &mut Buffers) {
         let sb = buf.solver_bodies[i];
         let mut m = motion(&buf.bodies[i], &sb);
         for _ in 0..p.relax_iterations {
-            solve_contacts(p, &sb, buf.planes, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, false);
+            solve_contacts(p, &sb, buf.colliders, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, false);
         }
         buf.bodies[i].linear_velocity = m.v;
         buf.bodies[i].angular_velocity = m.w;
@@ -458,28 +467,25 @@ pub(crate) fn restitution(buf: &mut Buffers) {
         let mut m = motion(&buf.bodies[i], &sb);
         let (v_solved, w_solved) = (m.v, m.w);
         let mut max_restitution = 0.0_f32;
-        for plane_index in 0..p.plane_count {
-            let n = buf.planes[plane_index as usize].normal;
-            for k in 0..sh.point_count {
-                let c = &mut buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
-                if c.in_contact == 0
-                    || c.restitution == 0.0
-                    || c.approach_velocity > -p.restitution_threshold
-                    || c.max_normal_impulse == 0.0
-                {
-                    continue;
-                }
-                let r = lever(&sb, c, n, sh.radius);
-                let vn = n.dot(m.v + m.w.cross(r));
-                let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
-                let new_impulse = (c.normal_impulse + impulse).max(0.0);
-                let applied = new_impulse - c.normal_impulse;
-                c.normal_impulse = new_impulse;
-                c.max_normal_impulse = c.max_normal_impulse.max(applied);
-                c.restitution_impulse = applied;
-                max_restitution = max_restitution.max(c.restitution);
-                m.apply(r, applied * n);
+        for c in body_slots(buf.contacts, p, &pr, &sh).iter_mut() {
+            if c.in_contact == 0
+                || c.restitution == 0.0
+                || c.approach_velocity > -p.restitution_threshold
+                || c.max_normal_impulse == 0.0
+            {
+                continue;
             }
+            let n = c.normal;
+            let r = lever(&sb, c, n, sh.radius);
+            let vn = n.dot(m.v + m.w.cross(r));
+            let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
+            let new_impulse = (c.normal_impulse + impulse).max(0.0);
+            let applied = new_impulse - c.normal_impulse;
+            c.normal_impulse = new_impulse;
+            c.max_normal_impulse = c.max_normal_impulse.max(applied);
+            c.restitution_impulse = applied;
+            max_restitution = max_restitution.max(c.restitution);
+            m.apply(r, applied * n);
         }
         if max_restitution == 0.0 {
             continue;
@@ -498,11 +504,8 @@ pub(crate) fn restitution(buf: &mut Buffers) {
             let alpha = ((-bb + (bb * bb + 4.0 * a * budget).max(0.0).sqrt()) / (2.0 * a)).clamp(0.0, 1.0);
             m.v = v_solved + alpha * (m.v - v_solved);
             m.w = w_solved + alpha * (m.w - w_solved);
-            for plane_index in 0..p.plane_count {
-                for k in 0..sh.point_count {
-                    let c = &mut buf.contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize];
-                    c.normal_impulse -= (1.0 - alpha) * c.restitution_impulse;
-                }
+            for c in body_slots(buf.contacts, p, &pr, &sh).iter_mut() {
+                c.normal_impulse -= (1.0 - alpha) * c.restitution_impulse;
             }
         }
         buf.bodies[i].linear_velocity = m.v;
@@ -517,7 +520,7 @@ pub(crate) fn body_stats(
     pr: &GpuBodyProps,
     shapes: &[GpuShape],
     geometry: &[glam::Vec4],
-    planes: &[GpuPlane],
+    colliders: &[GpuCollider],
     contacts: &[GpuStaticContact],
 ) -> GpuStats {
     if !is_dynamic(pr) {
@@ -528,13 +531,17 @@ pub(crate) fn body_stats(
         kinetic_energy(b.inv_mass, pr.inv_inertia, b.orientation, b.linear_velocity, b.angular_velocity);
     let mut max_penetration = 0.0_f32;
     let mut count = 0;
-    for plane_index in 0..params.plane_count {
-        let plane = planes[plane_index as usize];
+    for collider_index in 0..params.collider_count {
+        let collider = colliders[collider_index as usize];
         for k in 0..sh.point_count {
             let x = b.position + rotate(b.orientation, geometry[(sh.first_point + k) as usize].truncate());
-            let s = plane.normal.dot(x) - sh.radius - plane.offset;
+            let s = if collider.node_count == 0 {
+                collider.normal.dot(x) - sh.radius - collider.offset
+            } else {
+                evaluate_program(geometry, collider.first_node, collider.node_count, x).0 - sh.radius
+            };
             max_penetration = max_penetration.max(-s);
-            count += contacts[(pr.slot_offset + plane_index * sh.point_count + k) as usize].in_contact;
+            count += contacts[(pr.slot_offset + collider_index * sh.point_count + k) as usize].in_contact;
         }
     }
     GpuStats { kinetic_energy, max_penetration, contacts: count, dynamic_bodies: 1 }

@@ -9,6 +9,10 @@ use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
+use crate::sdf::{
+    SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S, SDF_SPHERE,
+    SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
+};
 
 /// Threads per workgroup of the per-body kernels.
 pub const WORKGROUP_SIZE: u32 = 64;
@@ -35,6 +39,10 @@ const _: () = assert!(STATS_WORKGROUP_SIZE.is_power_of_two());
 /// Shared structs, bindings and math.
 pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
 
+/// Signed distance field evaluation (reads the compiled programs from a `geometry` array the
+/// including module declares).
+pub const SDF: &str = include_str!("../../shaders/sdf.wgsl");
+
 /// Bindings of the per-body stages.
 pub const BIND_BODIES: &str = include_str!("../../shaders/bind_bodies.wgsl");
 /// Bindings of the pair stages.
@@ -46,11 +54,15 @@ pub const BIND_SOLVE: &str = include_str!("../../shaders/bind_solve.wgsl");
 
 /// Every stage file: (file stem, its bindings, source). Each stem names the stage it implements.
 pub const STAGES: &[(&str, &str, &str)] = &[
-    ("narrow_phase", BIND_BODIES, include_str!("../../shaders/narrow_phase.wgsl")),
+    (
+        "narrow_phase",
+        BIND_BODIES,
+        concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/narrow_phase.wgsl")),
+    ),
     ("integrate_velocities", BIND_BODIES, include_str!("../../shaders/integrate_velocities.wgsl")),
     ("solve_static", BIND_BODIES, include_str!("../../shaders/solve_static.wgsl")),
     ("integrate_positions", BIND_BODIES, include_str!("../../shaders/integrate_positions.wgsl")),
-    ("stats", BIND_BODIES, include_str!("../../shaders/stats.wgsl")),
+    ("stats", BIND_BODIES, concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/stats.wgsl"))),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
     ("manifolds", BIND_MANIFOLDS, include_str!("../../shaders/manifolds.wgsl")),
@@ -90,7 +102,19 @@ pub fn header() -> String {
          const GRID_FIT: f32 = {GRID_FIT:?};\n\
          const GRID_HASH_X: u32 = {}u;\n\
          const GRID_HASH_Y: u32 = {}u;\n\
-         const GRID_HASH_Z: u32 = {}u;\n\n",
+         const GRID_HASH_Z: u32 = {}u;\n\
+         const SDF_STACK_DEPTH: u32 = {SDF_STACK_DEPTH}u;\n\
+         const SDF_NODE_VEC4S: u32 = {SDF_NODE_VEC4S}u;\n\
+         const SDF_SPHERE: u32 = {SDF_SPHERE}u;\n\
+         const SDF_CUBOID: u32 = {SDF_CUBOID}u;\n\
+         const SDF_CAPSULE: u32 = {SDF_CAPSULE}u;\n\
+         const SDF_CYLINDER: u32 = {SDF_CYLINDER}u;\n\
+         const SDF_TORUS: u32 = {SDF_TORUS}u;\n\
+         const SDF_HALF_SPACE: u32 = {SDF_HALF_SPACE}u;\n\
+         const SDF_UNION: u32 = {SDF_UNION}u;\n\
+         const SDF_INTERSECTION: u32 = {SDF_INTERSECTION}u;\n\
+         const SDF_SUBTRACTION: u32 = {SDF_SUBTRACTION}u;\n\
+         const SDF_INVERT: u32 = {SDF_INVERT}u;\n\n",
         GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
     )
 }

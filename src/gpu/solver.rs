@@ -61,7 +61,7 @@ pub struct GpuSolver {
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
-/// geometry, planes, solver_bodies, contacts, stats).
+/// geometry, colliders, solver_bodies, contacts, stats).
 fn body_slots() -> [Slot; 9] {
     let (rw, ro) = (Slot::Storage(false), Slot::Storage(true));
     [Slot::Uniform, rw, ro, ro, ro, ro, rw, rw, rw]
@@ -95,7 +95,7 @@ impl GpuSolver {
         let props = make("props", non_empty(&packed.props), storage)?;
         let shapes = make("shapes", non_empty(&packed.shapes), storage)?;
         let geometry = make("geometry", non_empty(&packed.geometry), storage)?;
-        let planes = make("planes", non_empty(&packed.planes), storage)?;
+        let colliders = make("colliders", non_empty(&packed.colliders), storage)?;
         let solver_bodies =
             make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage)?;
         let topology = make("topology", non_empty(&packed.topology), storage)?;
@@ -125,7 +125,8 @@ impl GpuSolver {
 
         let slots = body_slots();
         let layout = kernels::layout(&device, "step_bindings", &slots);
-        let buffers = [&params_buffer, &bodies, &props, &shapes, &geometry, &planes, &solver_bodies, &contacts, &stats];
+        let buffers =
+            [&params_buffer, &bodies, &props, &shapes, &geometry, &colliders, &solver_bodies, &contacts, &stats];
         let bind_group = kernels::bind(&device, "step_bindings", &layout, &slots, &buffers);
         let modules = kernels::modules(&device);
         let pipeline = |file: &str, entry: &str| kernels::pipeline(&device, &modules, &[&layout], file, entry);
