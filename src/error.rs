@@ -44,6 +44,9 @@ pub enum Error {
         /// What makes it degenerate.
         reason: String,
     },
+    /// A triangle mesh file could not be read or parsed.
+    #[error("mesh: {0}")]
+    Mesh(String),
     /// A handle that does not name an object of this world.
     #[error("invalid {what} handle {index} (the world has {count})")]
     InvalidHandle {

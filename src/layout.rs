@@ -585,10 +585,10 @@ impl Packed {
                 friction: sdf.collider.material.friction,
                 restitution: sdf.collider.material.restitution,
                 first_node: tables.geometry.len() as u32,
-                node_count: sdf.program.len() as u32 / crate::sdf::SDF_NODE_VEC4S,
+                node_count: sdf.program.node_count,
                 ..GpuCollider::default()
             });
-            tables.geometry.extend_from_slice(&sdf.program);
+            tables.geometry.extend_from_slice(&sdf.program.data);
         }
         let ShapeTables { shapes, geometry, topology, .. } = tables;
         Self {

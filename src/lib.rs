@@ -6,9 +6,10 @@
 //! The contact model is the Signorini conditions at velocity level (`a ≥ 0`, `v_n ≥ 0`,
 //! `a v_n = 0`) solved by projected Gauss-Seidel with accumulated impulses, Coulomb friction in
 //! the disk `|j_t| ≤ μ j_n`, Newton restitution, and soft contacts over substeps for
-//! stability. Contacts with static planes are found by testing every core point of a body
-//! (hull vertices, sphere and capsule centres with their radius) against every plane, with
-//! speculative margins so that fast bodies do not pass through.
+//! stability. Contacts with static planes and signed distance fields ([`sdf`]) are found by
+//! testing every core point of a body (hull vertices, sphere and capsule centres with their
+//! radius) against every collider, with speculative margins so that fast bodies do not pass
+//! through.
 //!
 //! ```no_run
 //! use signorini::prelude::*;

@@ -339,28 +339,59 @@ pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
     let side = add_container(&mut world, count)?;
     let mut rng = Lcg(seed);
     for i in 0..count {
-        let position = rain_cell(i, side);
-        let shape = match i % 4 {
-            0 => Shape::sphere(rng.range(0.2, 0.4)),
-            1 => Shape::cuboid(Vec3::new(rng.range(0.12, 0.28), rng.range(0.12, 0.28), rng.range(0.12, 0.28))),
-            2 => Shape::capsule(rng.range(0.1, 0.2), rng.range(0.1, 0.2)),
-            _ => {
-                let points: Vec<Vec3> = (0..12)
-                    .map(|_| Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.5)
-                    .collect();
-                Shape::convex_hull(&points).unwrap_or_else(|_| Shape::cuboid(Vec3::splat(0.2)))
-            }
-        };
-        world.add_body(
-            RigidBodyDesc::dynamic(shape)
-                .position(position)
-                .orientation(rng.rotation())
-                .linear_velocity(Vec3::new(rng.next_centered(), 0.0, rng.next_centered()))
-                .density(rng.range(500.0, 2000.0))
-                .friction(0.6),
-        )?;
+        world.add_body(mixed_body(&mut rng, i).position(rain_cell(i, side)))?;
     }
     Ok(world)
+}
+
+/// Body `i` of a rain: a sphere, box, capsule or hull in turn, each within a ball of radius
+/// 0.49 m, randomly turned, drifting sideways, density 500 to 2000, friction 0.6.
+fn mixed_body(rng: &mut Lcg, i: usize) -> RigidBodyDesc {
+    let shape = match i % 4 {
+        0 => Shape::sphere(rng.range(0.2, 0.4)),
+        1 => Shape::cuboid(Vec3::new(rng.range(0.12, 0.28), rng.range(0.12, 0.28), rng.range(0.12, 0.28))),
+        2 => Shape::capsule(rng.range(0.1, 0.2), rng.range(0.1, 0.2)),
+        _ => {
+            let points: Vec<Vec3> = (0..12)
+                .map(|_| Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.5)
+                .collect();
+            Shape::convex_hull(&points).unwrap_or_else(|_| Shape::cuboid(Vec3::splat(0.2)))
+        }
+    };
+    RigidBodyDesc::dynamic(shape)
+        .orientation(rng.rotation())
+        .linear_velocity(Vec3::new(rng.next_centered(), 0.0, rng.next_centered()))
+        .density(rng.range(500.0, 2000.0))
+        .friction(0.6)
+}
+
+/// The inner radius of the bowl of [`bowl_rain`] for `count` bodies: twice their cells' volume,
+/// and wide enough for the square they fall from.
+pub fn bowl_radius(count: usize) -> f32 {
+    let side = ((count as f32 / 8.0).sqrt().ceil()).max(3.0);
+    (3.0 * count as f32 / std::f32::consts::PI).cbrt().max(0.75 * side)
+}
+
+/// A rain of `count` mixed bodies (those of [`rain`]) into a hemispherical bowl SDF of inner
+/// radius [`bowl_radius`], 0.5 m thick, rim at y = 0: the analytic [`Sdf::bowl`](crate::Sdf::bowl), or with
+/// `baked` the same bowl tessellated ([`bowl_mesh`]) and baked into a grid of `radius / 25`
+/// cells. Returns the world and the bowl's radius.
+pub fn bowl_rain(desc: WorldDesc, count: usize, seed: u32, baked: bool) -> Result<(World, f32)> {
+    let mut world = World::new(desc)?;
+    let radius = bowl_radius(count);
+    let bowl = if baked {
+        let (v, t) = bowl_mesh(radius, 0.5, 48, 16);
+        crate::Sdf::grid(crate::sdf::GridSdf::from_mesh(&v, &t, radius / 25.0)?)
+    } else {
+        crate::Sdf::bowl(radius, 0.5)
+    };
+    world.add_sdf(crate::SdfCollider::new(bowl).friction(0.6))?;
+    let side = ((count as f32 / 8.0).sqrt().ceil()).max(3.0) as usize;
+    let mut rng = Lcg(seed);
+    for i in 0..count {
+        world.add_body(mixed_body(&mut rng, i).position(rain_cell(i, side)))?;
+    }
+    Ok((world, radius))
 }
 
 /// A pile of `count` boxes: boxes of half-extents 0.15 to 0.28 m, density 1000, friction 0.6,
@@ -399,4 +430,72 @@ pub fn mixed_sizes(desc: WorldDesc, count: usize, seed: u32) -> Result<(World, c
         world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(p).linear_velocity(v))?;
     }
     Ok((world, big))
+}
+
+/// A closed surface of revolution about y, outward winding: `profile` is a polyline in the
+/// (radius, height) half plane whose first and last points lie on the axis (radius 0) and
+/// become the poles; `segments` copies of it around the axis.
+pub fn revolved_mesh(profile: &[glam::Vec2], segments: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    assert!(profile.len() >= 3 && segments >= 3, "a revolved mesh needs a profile of 3 points and 3 segments");
+    let rings = profile.len() - 2;
+    let mut vertices = vec![Vec3::new(0.0, profile[0].y, 0.0)];
+    for p in &profile[1..=rings] {
+        for s in 0..segments {
+            let a = std::f32::consts::TAU * s as f32 / segments as f32;
+            vertices.push(Vec3::new(p.x * a.cos(), p.y, p.x * a.sin()));
+        }
+    }
+    let top = vertices.len() as u32;
+    vertices.push(Vec3::new(0.0, profile[profile.len() - 1].y, 0.0));
+    let at = |ring: usize, s: u32| 1 + ring as u32 * segments + s % segments;
+    let mut triangles = Vec::new();
+    for s in 0..segments {
+        triangles.push([0, at(0, s), at(0, s + 1)]);
+        for r in 0..rings - 1 {
+            triangles.push([at(r, s), at(r + 1, s), at(r + 1, s + 1)]);
+            triangles.push([at(r, s), at(r + 1, s + 1), at(r, s + 1)]);
+        }
+        triangles.push([top, at(rings - 1, s + 1), at(rings - 1, s)]);
+    }
+    // Outward winding: flip everything if the enclosed volume came out negative.
+    let volume: f32 = triangles
+        .iter()
+        .map(|t| vertices[t[0] as usize].dot(vertices[t[1] as usize].cross(vertices[t[2] as usize])))
+        .sum();
+    if volume < 0.0 {
+        for t in &mut triangles {
+            t.swap(1, 2);
+        }
+    }
+    (vertices, triangles)
+}
+
+/// A UV sphere of the given radius: `segments` around, `rings` from pole to pole.
+pub fn uv_sphere_mesh(radius: f32, segments: u32, rings: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let profile: Vec<glam::Vec2> = (0..=rings)
+        .map(|i| {
+            let a = std::f32::consts::PI * i as f32 / rings as f32;
+            glam::Vec2::new(radius * a.sin(), -radius * a.cos())
+        })
+        .map(|p| if p.x.abs() < 1e-6 { glam::Vec2::new(0.0, p.y) } else { p })
+        .collect();
+    revolved_mesh(&profile, segments)
+}
+
+/// A hemispherical bowl as a closed mesh: inner radius `radius`, wall `thickness`, rim at
+/// y = 0, open upwards; `segments` around and `rings` per quarter arc. The same solid as
+/// [`Sdf::bowl`](crate::Sdf::bowl), up to tessellation.
+pub fn bowl_mesh(radius: f32, thickness: f32, segments: u32, rings: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let outer = radius + thickness;
+    let arc = |r: f32, i: u32| {
+        let a = std::f32::consts::FRAC_PI_2 * i as f32 / rings as f32;
+        glam::Vec2::new(r * a.sin(), -r * a.cos())
+    };
+    // Outer arc from the bottom pole up to the rim, across the rim, inner arc down to its pole.
+    let mut profile: Vec<glam::Vec2> = (0..=rings).map(|i| arc(outer, i)).collect();
+    profile.extend((0..=rings).rev().map(|i| arc(radius, i)));
+    profile[0].x = 0.0;
+    let last = profile.len() - 1;
+    profile[last].x = 0.0;
+    revolved_mesh(&profile, segments)
 }

@@ -4,7 +4,7 @@ use glam::Vec3;
 
 use crate::body::{BodyHandle, BodyKind, MassSpec, Material, RigidBodyDesc};
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
-use crate::sdf::{SdfCollider, SdfHandle};
+use crate::sdf::{SdfCollider, SdfHandle, SdfProgram};
 use crate::shape::MassProperties;
 
 /// How positional error (penetration) is removed.
@@ -275,7 +275,7 @@ pub struct World {
 #[derive(Clone, Debug)]
 pub(crate) struct SdfRecord {
     pub collider: SdfCollider,
-    pub program: Vec<glam::Vec4>,
+    pub program: SdfProgram,
 }
 
 impl World {

@@ -173,26 +173,29 @@ fn shared_math_matches_rust() {
 }
 
 /// The WGSL evaluation of a compiled SDF (shaders/sdf.wgsl) against `sdf::evaluate_program`:
-/// every primitive, transforms and CSG, at random points around the field.
+/// every primitive, a baked grid, transforms and CSG, at random points around the field.
 #[test]
 fn sdf_programs_match_rust() {
     use signorini::Sdf;
     let Some(ctx) = common::gpu() else { return };
     let rot = Quat::from_euler(glam::EulerRot::XYZ, 0.3, -1.1, 0.7);
+    let (v, t) = signorini::scenes::uv_sphere_mesh(0.4, 12, 6);
+    let grid = signorini::sdf::GridSdf::from_mesh(&v, &t, 0.1).unwrap();
     let field = Sdf::bowl(1.0, 0.1)
         .union(Sdf::hollow_box(Vec3::new(2.0, 1.5, 1.8)).rotated(rot))
         .union(Sdf::torus(0.6, 0.2).rotated(rot).translated(Vec3::new(0.2, 0.5, 0.0)))
         .union(Sdf::capsule(0.3, 0.2).transformed(Vec3::X, rot.inverse()))
         .union(Sdf::cylinder(0.3, 0.3).translated(Vec3::new(0.0, -0.5, 0.2)))
         .subtract(Sdf::rounded_cuboid(Vec3::splat(0.4), 0.1).translated(Vec3::new(0.5, 0.5, 0.0)))
-        .intersection(Sdf::half_space(Vec3::new(0.1, 1.0, 0.0), 1.0));
+        .intersection(Sdf::half_space(Vec3::new(0.1, 1.0, 0.0), 1.0))
+        .union(Sdf::grid(grid).transformed(Vec3::new(-0.5, 0.3, 0.2), rot));
     field.validate().unwrap();
     // Some padding before the program checks that `first` is honoured.
     let first = 5u32;
     let mut input = vec![Vec4::splat(7.0); first as usize];
     let program = field.compile();
-    let count = program.len() as u32 / signorini::sdf::SDF_NODE_VEC4S;
-    input.extend(&program);
+    let count = program.node_count;
+    input.extend(&program.data);
     let points_at = input.len();
     let mut rng = signorini::scenes::Lcg(17);
     let mut points = Vec::with_capacity(N);

@@ -10,8 +10,8 @@ use crate::layout::{
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
 use crate::sdf::{
-    SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S, SDF_SPHERE,
-    SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
+    SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_GRID, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S,
+    SDF_SPHERE, SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
 };
 
 /// Threads per workgroup of the per-body kernels.
@@ -111,6 +111,7 @@ pub fn header() -> String {
          const SDF_CYLINDER: u32 = {SDF_CYLINDER}u;\n\
          const SDF_TORUS: u32 = {SDF_TORUS}u;\n\
          const SDF_HALF_SPACE: u32 = {SDF_HALF_SPACE}u;\n\
+         const SDF_GRID: u32 = {SDF_GRID}u;\n\
          const SDF_UNION: u32 = {SDF_UNION}u;\n\
          const SDF_INTERSECTION: u32 = {SDF_INTERSECTION}u;\n\
          const SDF_SUBTRACTION: u32 = {SDF_SUBTRACTION}u;\n\

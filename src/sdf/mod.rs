@@ -15,7 +15,13 @@
 //! surface: a vertex wedged in a concave corner of one collider is pushed along the nearer
 //! wall only. Build a container from several colliders (or planes) when both walls matter.
 
-use glam::{Quat, Vec3, Vec4};
+mod grid;
+
+use std::sync::Arc;
+
+use glam::{Quat, UVec3, Vec3, Vec4};
+
+pub use grid::{GRID_PADDING_CELLS, GridSdf, MAX_GRID_SAMPLES};
 
 use crate::body::Material;
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
@@ -24,8 +30,9 @@ use crate::math::{quat_mul, quat_normalize, rotate, rotate_inv};
 /// Deepest evaluation stack a compiled field may need (one entry per pending operand of a CSG
 /// operation). A left-leaning chain `a.union(b).union(c)...` needs 2 whatever its length.
 pub const SDF_STACK_DEPTH: u32 = 8;
-/// `Vec4`s per compiled node: rotation, translation with kind, parameters.
-pub const SDF_NODE_VEC4S: u32 = 3;
+/// `Vec4`s per compiled node: rotation, translation with kind, parameters, and the offset of a
+/// grid's samples from the program's start.
+pub const SDF_NODE_VEC4S: u32 = 4;
 
 /// Node kinds of the compiled program (the `w` of a node's second `Vec4`, stored as a float).
 pub const SDF_SPHERE: u32 = 0;
@@ -39,6 +46,8 @@ pub const SDF_CYLINDER: u32 = 3;
 pub const SDF_TORUS: u32 = 4;
 /// A half space.
 pub const SDF_HALF_SPACE: u32 = 5;
+/// A sampled grid ([`GridSdf`]).
+pub const SDF_GRID: u32 = 6;
 /// Union of the two operands on top of the stack.
 pub const SDF_UNION: u32 = 16;
 /// Intersection of the two operands on top of the stack.
@@ -102,6 +111,8 @@ pub enum Sdf {
         /// Offset along the normal, m.
         offset: f32,
     },
+    /// A field sampled on a grid, baked from a triangle mesh.
+    Grid(Arc<GridSdf>),
     /// A field moved rigidly: `x_world = rotation * x_local + translation`.
     Transformed {
         /// The field in its local frame.
@@ -155,6 +166,11 @@ impl Sdf {
     /// The half space `normal · x <= offset`.
     pub fn half_space(normal: Vec3, offset: f32) -> Self {
         Self::HalfSpace { normal, offset }
+    }
+
+    /// A baked grid field (see [`GridSdf::from_mesh`]).
+    pub fn grid(grid: GridSdf) -> Self {
+        Self::Grid(Arc::new(grid))
     }
 
     /// The inside of a closed box of the given inner half extents, centred at the origin: free
@@ -224,6 +240,7 @@ impl Sdf {
             Self::Intersection(a, b) => intersection(a.evaluate(x), b.evaluate(x)),
             Self::Subtraction(a, b) => subtraction(a.evaluate(x), b.evaluate(x)),
             Self::Inverted(a) => invert(a.evaluate(x)),
+            Self::Grid(grid) => grid.sample(x),
             primitive => {
                 let (kind, params) = primitive.primitive().expect("every other variant is a primitive");
                 primitive_distance(kind, params, x)
@@ -260,6 +277,14 @@ impl Sdf {
     /// needs a deeper stack than [`SDF_STACK_DEPTH`].
     pub fn validate(&self) -> Result<()> {
         self.validate_tree()?;
+        let vec4s = self.program_size();
+        if vec4s >= 1 << 24 {
+            return Err(Error::OutOfRange {
+                what: "SDF program size in Vec4s (grid samples / 4 + nodes)",
+                range: "[1, 2^24)",
+                value: vec4s as f32,
+            });
+        }
         let depth = self.stack_depth();
         if depth > SDF_STACK_DEPTH as usize {
             return Err(Error::OutOfRange {
@@ -329,6 +354,20 @@ impl Sdf {
                 b.validate_tree()
             }
             Self::Inverted(a) => a.validate_tree(),
+            // Checked when baked.
+            Self::Grid(_) => Ok(()),
+        }
+    }
+
+    /// `Vec4`s of the compiled program.
+    fn program_size(&self) -> u64 {
+        match self {
+            Self::Transformed { sdf, .. } | Self::Inverted(sdf) => sdf.program_size() + SDF_NODE_VEC4S as u64,
+            Self::Union(a, b) | Self::Intersection(a, b) | Self::Subtraction(a, b) => {
+                a.program_size() + b.program_size() + SDF_NODE_VEC4S as u64
+            }
+            Self::Grid(g) => SDF_NODE_VEC4S as u64 + (g.values().len() as u64).div_ceil(4),
+            _ => SDF_NODE_VEC4S as u64,
         }
     }
 
@@ -343,28 +382,34 @@ impl Sdf {
         }
     }
 
-    /// Compiles a validated field into the postfix program the solvers run, [`SDF_NODE_VEC4S`]
-    /// `Vec4`s per node: each primitive carries its full world transform (rigid transforms
-    /// compose, and distances do not change under them), so evaluation needs no transform
-    /// stack. Evaluate it with [`evaluate_program`].
-    pub fn compile(&self) -> Vec<Vec4> {
-        let mut nodes = Vec::new();
-        self.compile_into(&mut nodes, Quat::IDENTITY, Vec3::ZERO);
-        nodes
+    /// Compiles a validated field into the postfix program the solvers run: [`SDF_NODE_VEC4S`]
+    /// `Vec4`s per node, then the samples of any grids. Each primitive carries its full world
+    /// transform (rigid transforms compose, and distances do not change under them), so
+    /// evaluation needs no transform stack. Evaluate it with [`evaluate_program`].
+    pub fn compile(&self) -> SdfProgram {
+        let mut data = Vec::new();
+        let mut grids = Vec::new();
+        self.compile_into(&mut data, &mut grids, Quat::IDENTITY, Vec3::ZERO);
+        let node_count = data.len() as u32 / SDF_NODE_VEC4S;
+        for (node, grid) in grids {
+            data[node + 3].x = data.len() as f32;
+            data.extend(grid.values().chunks(4).map(|c| Vec4::from_slice(&[c, &[0.0; 4][c.len()..]].concat())));
+        }
+        SdfProgram { data, node_count }
     }
 
-    fn compile_into(&self, nodes: &mut Vec<Vec4>, q: Quat, t: Vec3) {
+    fn compile_into<'a>(&'a self, nodes: &mut Vec<Vec4>, grids: &mut Vec<(usize, &'a GridSdf)>, q: Quat, t: Vec3) {
         let op = |nodes: &mut Vec<Vec4>, kind: u32| {
-            nodes.extend([Vec4::ZERO, Vec4::new(0.0, 0.0, 0.0, kind as f32), Vec4::ZERO]);
+            nodes.extend([Vec4::ZERO, Vec4::new(0.0, 0.0, 0.0, kind as f32), Vec4::ZERO, Vec4::ZERO]);
         };
         match self {
             Self::Transformed { sdf, translation, rotation } => {
                 let q_child = quat_normalize(quat_mul(q, quat_normalize(*rotation)));
-                sdf.compile_into(nodes, q_child, t + rotate(q, *translation));
+                sdf.compile_into(nodes, grids, q_child, t + rotate(q, *translation));
             }
             Self::Union(a, b) | Self::Intersection(a, b) | Self::Subtraction(a, b) => {
-                a.compile_into(nodes, q, t);
-                b.compile_into(nodes, q, t);
+                a.compile_into(nodes, grids, q, t);
+                b.compile_into(nodes, grids, q, t);
                 let kind = match self {
                     Self::Union(..) => SDF_UNION,
                     Self::Intersection(..) => SDF_INTERSECTION,
@@ -373,15 +418,33 @@ impl Sdf {
                 op(nodes, kind);
             }
             Self::Inverted(a) => {
-                a.compile_into(nodes, q, t);
+                a.compile_into(nodes, grids, q, t);
                 op(nodes, SDF_INVERT);
+            }
+            Self::Grid(grid) => {
+                // The node's frame starts at sample (0, 0, 0); the samples' offset is patched in
+                // once every node is placed.
+                grids.push((nodes.len(), grid));
+                let d = grid.dims();
+                let params = Vec4::new(d.x as f32, d.y as f32, d.z as f32, grid.cell_size());
+                let origin = t + rotate(q, grid.origin());
+                nodes.extend([Vec4::from(q), origin.extend(SDF_GRID as f32), params, Vec4::ZERO]);
             }
             primitive => {
                 let (kind, params) = primitive.primitive().expect("every other variant is a primitive");
-                nodes.extend([Vec4::from(q), t.extend(kind as f32), params]);
+                nodes.extend([Vec4::from(q), t.extend(kind as f32), params, Vec4::ZERO]);
             }
         }
     }
+}
+
+/// A compiled field: `node_count` nodes of [`SDF_NODE_VEC4S`] `Vec4`s, then grid samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SdfProgram {
+    /// Nodes, then the samples of any grids (four per `Vec4`).
+    pub data: Vec<Vec4>,
+    /// Number of nodes.
+    pub node_count: u32,
 }
 
 /// A static collider made of a signed distance field and a surface material.
@@ -526,12 +589,12 @@ pub(crate) fn primitive_distance(kind: u32, a: Vec4, p: Vec3) -> (f32, Vec3) {
 ///
 /// # Panics
 /// If the nodes are not a program made by [`Sdf::compile`] (operands missing from the stack).
-pub fn evaluate_program(nodes: &[Vec4], first: u32, count: u32, x: Vec3) -> (f32, Vec3) {
+pub fn evaluate_program(data: &[Vec4], first: u32, count: u32, x: Vec3) -> (f32, Vec3) {
     let mut stack = [(0.0_f32, Vec3::ZERO); SDF_STACK_DEPTH as usize];
     let mut top = 0usize;
     for k in 0..count {
         let base = (first + k * SDF_NODE_VEC4S) as usize;
-        let (rotation, translation, params) = (nodes[base], nodes[base + 1], nodes[base + 2]);
+        let (rotation, translation, params) = (data[base], data[base + 1], data[base + 2]);
         let kind = translation.w as u32;
         match kind {
             SDF_UNION | SDF_INTERSECTION | SDF_SUBTRACTION => {
@@ -546,7 +609,14 @@ pub fn evaluate_program(nodes: &[Vec4], first: u32, count: u32, x: Vec3) -> (f32
             SDF_INVERT => stack[top - 1] = invert(stack[top - 1]),
             _ => {
                 let q = Quat::from_vec4(rotation);
-                let (d, g) = primitive_distance(kind, params, rotate_inv(q, x - translation.truncate()));
+                let p = rotate_inv(q, x - translation.truncate());
+                let (d, g) = if kind == SDF_GRID {
+                    let samples = first as usize + data[base + 3].x as usize;
+                    let dims = UVec3::new(params.x as u32, params.y as u32, params.z as u32);
+                    grid::grid_sample(dims, params.w, p, |i| data[samples + (i / 4) as usize][(i % 4) as usize])
+                } else {
+                    primitive_distance(kind, params, p)
+                };
                 stack[top] = (d, rotate(q, g));
                 top += 1;
             }
@@ -678,16 +748,20 @@ mod tests {
                 .subtract(Sdf::rounded_cuboid(Vec3::splat(0.4), 0.1).translated(Vec3::new(0.5, 0.5, 0.0)))
                 .transformed(Vec3::new(0.1, 0.2, 0.3), rot),
             Sdf::sphere(0.5).union(Sdf::sphere(0.4).union(Sdf::sphere(0.3).union(Sdf::sphere(0.2)))),
+            {
+                let (v, t) = crate::scenes::uv_sphere_mesh(0.5, 12, 6);
+                let grid = GridSdf::from_mesh(&v, &t, 0.1).unwrap();
+                Sdf::grid(grid.clone()).transformed(Vec3::new(0.3, -0.2, 0.1), rot).union(Sdf::grid(grid).inverted())
+            },
         ];
         let mut gradient_mismatches = 0;
         for sdf in &fields {
             sdf.validate().unwrap();
-            let nodes = sdf.compile();
-            let count = nodes.len() as u32 / SDF_NODE_VEC4S;
+            let program = sdf.compile();
             for _ in 0..500 {
                 let x = random_point(&mut rng, 1.5);
                 let (d0, g0) = sdf.evaluate(x);
-                let (d1, g1) = evaluate_program(&nodes, 0, count, x);
+                let (d1, g1) = evaluate_program(&program.data, 0, program.node_count, x);
                 assert!((d0 - d1).abs() < 1e-5, "{d0} vs {d1}");
                 // Where two operands tie, rounding may pick the other one's gradient.
                 gradient_mismatches += usize::from((g0 - g1).length() > 1e-4);
