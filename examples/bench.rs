@@ -19,6 +19,7 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use signorini::ParticleState;
 use signorini::prelude::*;
 use signorini::scenes;
 use signorini::{ConstraintSolver, StageTimes};
@@ -37,6 +38,8 @@ enum Scene {
     ManyPyramids,
     /// 5,120 copies of a 32-point hull dropped in a column (`--bodies` ignored).
     ConvexPile,
+    /// `--bodies` particles of radius 1 cm poured into an SDF bowl (no rigid bodies).
+    ParticleBowl,
 }
 
 /// Which solver steps the scene.
@@ -139,6 +142,7 @@ struct StagesMs {
     coloring: f64,
     solve: f64,
     integrate: f64,
+    particles: f64,
 }
 
 impl StagesMs {
@@ -155,6 +159,7 @@ impl StagesMs {
             coloring: median(&|t| t.coloring),
             solve: median(&|t| t.solve),
             integrate: median(&|t| t.integrate),
+            particles: median(&|t| t.particles),
         })
     }
 }
@@ -182,6 +187,7 @@ struct Report {
     scene: Scene,
     solver: SolverKind,
     bodies: usize,
+    particles: usize,
     steps: u32,
     warmup_steps: u32,
     steps_per_sample: u32,
@@ -221,14 +227,23 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::LargePyramid => Ok(scenes::pyramid(desc, 100)?.0),
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
+        Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
     }
 }
 
-/// Total mechanical energy of the dynamic bodies (kinetic plus potential in `gravity`), and
-/// the part of it available above the lowest centre of mass, J.
-fn energy(world: &World, states: &[BodyState]) -> (f64, f64) {
+/// Total mechanical energy of the dynamic bodies and particles (kinetic plus potential in
+/// `gravity`), and the part of it available above the lowest centre of mass, J.
+fn energy(world: &World, states: &[BodyState], particles: &[ParticleState]) -> (f64, f64) {
     let g = world.desc().gravity.as_dvec3();
     let (mut total, mut lowest, mut mass_sum, mut potential_sum) = (0.0, f64::INFINITY, 0.0, 0.0);
+    for (p, s) in world.particles().iter().zip(particles) {
+        let m = p.mass as f64;
+        let potential = -m * g.dot(s.position.as_dvec3());
+        total += 0.5 * m * s.velocity.as_dvec3().length_squared() + potential;
+        mass_sum += m;
+        potential_sum += potential;
+        lowest = lowest.min(-g.dot(s.position.as_dvec3()));
+    }
     for (i, s) in states.iter().enumerate() {
         let handle = BodyHandle::from_index(i);
         let Ok(desc) = world.body(handle) else { continue };
@@ -296,6 +311,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let world = build(&args)?;
     let settings = world.desc().solver;
+    if world.particle_count() > 0 && args.compare.is_some() {
+        return Err("the particle scenes have no Rapier counterpart: run them without --compare".into());
+    }
 
     type Made = (Box<dyn Solver>, String, String, bool, Option<u32>);
     let (mut solver, adapter, backend, software, dispatches): Made = match args.backend {
@@ -310,9 +328,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
     println!(
-        "scene: {:?}, bodies: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
+        "scene: {:?}, bodies: {}, particles: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
         args.scene,
         world.body_count(),
+        world.particle_count(),
         world.plane_count(),
         args.warmup,
         args.steps,
@@ -325,7 +344,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     solver.step_many(args.warmup);
     solver.synchronize()?;
     let states_start = solver.body_states()?;
-    let (energy_start, energy_scale) = energy(&world, &states_start);
+    let (energy_start, energy_scale) = energy(&world, &states_start, &solver.particle_states()?);
     let bar = progress(args.steps, "signorini");
     let mut samples = Vec::with_capacity(args.steps as usize);
     let mut stage_samples: Vec<StageTimes> = Vec::new();
@@ -351,8 +370,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     bar.finish_and_clear();
     let stats = solver.stats()?;
     let states = solver.body_states()?;
-    let (energy_end, _) = energy(&world, &states);
-    let all_finite = states.iter().all(|s| s.position.is_finite() && s.linear_velocity.is_finite());
+    let particles = solver.particle_states()?;
+    let (energy_end, _) = energy(&world, &states, &particles);
+    let all_finite = states.iter().all(|s| s.position.is_finite() && s.linear_velocity.is_finite())
+        && particles.iter().all(|p| p.position.is_finite() && p.velocity.is_finite());
 
     let rapier = match args.compare {
         Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
@@ -367,6 +388,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scene: args.scene,
         solver: args.solver,
         bodies: world.body_count(),
+        particles: world.particle_count(),
         steps: args.steps,
         warmup_steps: args.warmup,
         steps_per_sample: args.batch.max(1),
@@ -432,8 +454,9 @@ fn print_table(r: &Report) {
     }
     if let Some(st) = &r.stages_ms_median {
         println!(
-            "stages, median ms/step: broad phase {:.3}, narrow phase {:.3}, coloring {:.3}, solve {:.3}, integrate {:.3}",
-            st.broad_phase, st.narrow_phase, st.coloring, st.solve, st.integrate
+            "stages, median ms/step: broad phase {:.3}, narrow phase {:.3}, coloring {:.3}, solve {:.3}, integrate {:.3}, \
+             particles {:.3}",
+            st.broad_phase, st.narrow_phase, st.coloring, st.solve, st.integrate, st.particles
         );
     }
     println!(
@@ -558,7 +581,7 @@ mod rapier_side {
             }
         });
         let states_start = states(&w);
-        let (energy_start, energy_scale) = super::energy(world, &states_start);
+        let (energy_start, energy_scale) = super::energy(world, &states_start, &[]);
         let bar = progress(args.steps, "rapier");
         let mut samples = Vec::with_capacity(args.steps as usize);
         pool.install(|| {
@@ -571,7 +594,7 @@ mod rapier_side {
         });
         bar.finish_and_clear();
         let states_end = states(&w);
-        let (energy_end, _) = super::energy(world, &states_end);
+        let (energy_end, _) = super::energy(world, &states_end, &[]);
         // Rapier finds contacts at the start of a step: find them at the final positions, as
         // signorini's statistics do.
         w.detect_collisions(&(), &());

@@ -30,6 +30,9 @@ struct StepParams {
     coloring_rounds: u32,
     body_contacts: u32,
     collider_count: u32,
+    particle_count: u32,
+    particle_friction: f32,
+    particle_restitution: f32,
 }
 
 struct Body {
@@ -99,6 +102,13 @@ struct StaticContact {
     in_contact: u32,
     _pad0: u32,
     _pad1: u32,
+}
+
+struct Particle {
+    position: vec3<f32>,
+    radius: f32,
+    velocity: vec3<f32>,
+    mass: f32,
 }
 
 struct Pair {

@@ -204,6 +204,21 @@ pub struct GpuStaticContact {
 }
 const _: () = assert!(size_of::<GpuStaticContact>() == 80);
 
+/// A particle as the solvers store it. 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuParticle {
+    /// Centre, m.
+    pub position: Vec3,
+    /// Radius, m.
+    pub radius: f32,
+    /// Velocity, m/s.
+    pub velocity: Vec3,
+    /// Mass, kg.
+    pub mass: f32,
+}
+const _: () = assert!(size_of::<GpuParticle>() == 32);
+
 /// Highest number of graph colors (a color mask is one `u32`).
 pub const MAX_COLORS: u32 = 32;
 /// `color` of a manifold that found no color: it is solved by mass-splitting Jacobi.
@@ -430,6 +445,12 @@ pub struct StepParams {
     pub body_contacts: u32,
     /// Number of static colliders: planes, then SDFs.
     pub collider_count: u32,
+    /// Number of particles.
+    pub particle_count: u32,
+    /// Friction coefficient of particles, combined with a collider's as for bodies.
+    pub particle_friction: f32,
+    /// Restitution coefficient of particles, combined with a collider's as for bodies.
+    pub particle_restitution: f32,
 }
 
 impl StepParams {
@@ -461,6 +482,9 @@ impl StepParams {
             body_count: world.bodies.len() as u32,
             plane_count: world.planes.len() as u32,
             collider_count: (world.planes.len() + world.sdfs.len()) as u32,
+            particle_count: world.particles.len() as u32,
+            particle_friction: d.particle_material.friction,
+            particle_restitution: d.particle_material.restitution,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,
@@ -517,6 +541,7 @@ pub(crate) struct Packed {
     pub geometry: Vec<Vec4>,
     pub topology: Vec<u32>,
     pub colliders: Vec<GpuCollider>,
+    pub particles: Vec<GpuParticle>,
     pub frames: Vec<BodyFrame>,
     pub slot_count: u32,
 }
@@ -599,6 +624,11 @@ impl Packed {
             geometry,
             topology,
             colliders,
+            particles: world
+                .particles
+                .iter()
+                .map(|p| GpuParticle { position: p.position, radius: p.radius, velocity: p.velocity, mass: p.mass })
+                .collect(),
             frames,
             slot_count,
         }

@@ -38,6 +38,7 @@ mod error;
 mod gpu;
 pub mod layout;
 pub mod math;
+pub mod particles;
 pub mod polytope;
 pub mod scenes;
 pub mod sdf;
@@ -49,6 +50,7 @@ pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDes
 pub use cpu::{CpuSolver, StageTimes};
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
+pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Solver, StepStats};
@@ -61,8 +63,8 @@ struct ReadmeDoctests;
 /// The types most programs need, and the glam types the API speaks.
 pub mod prelude {
     pub use crate::{
-        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Plane, RigidBodyDesc, Sdf,
-        SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Particle, Plane,
+        RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

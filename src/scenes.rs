@@ -499,3 +499,28 @@ pub fn bowl_mesh(radius: f32, thickness: f32, segments: u32, rings: u32) -> (Vec
     profile[last].x = 0.0;
     revolved_mesh(&profile, segments)
 }
+
+/// `count` particles of radius 1 cm (water density) poured into a hemispherical SDF bowl (0.1 m
+/// wall, rim at y = 0) sized to hold them twice over: a jittered lattice of spacing 2.5 cm above
+/// the bowl, falling in. Particles do not meet each other yet, only the bowl.
+pub fn particle_bowl(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
+    let mut world = World::new(desc)?;
+    let r = 0.01_f32;
+    let spacing = 2.5 * r;
+    let radius = (3.0 * count as f32 * (2.0 * r).powi(3) / std::f32::consts::PI).cbrt().max(0.3);
+    world.add_sdf(crate::SdfCollider::new(crate::Sdf::bowl(radius, 0.1)))?;
+    // A square column of layers over the middle of the bowl.
+    let side = ((radius / spacing) as usize).max(1);
+    let mut rng = Lcg(seed);
+    world.add_particles((0..count).map(|i| {
+        let (layer, k) = (i / (side * side), i % (side * side));
+        let jitter = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * 0.2 * r;
+        let x = Vec3::new(
+            (k % side) as f32 * spacing - 0.5 * radius,
+            0.1 + layer as f32 * spacing,
+            (k / side) as f32 * spacing - 0.5 * radius,
+        );
+        crate::Particle::new(x + jitter, r)
+    }))?;
+    Ok(world)
+}

@@ -55,6 +55,10 @@ pub trait Solver {
     /// and reads the bodies back.
     fn body_states(&mut self) -> Result<Vec<BodyState>>;
 
+    /// The state of every particle, in the order they were added. On the GPU this waits for
+    /// the queued steps and reads them back.
+    fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>>;
+
     /// The state of one body.
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState>;
 

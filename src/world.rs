@@ -4,6 +4,7 @@ use glam::Vec3;
 
 use crate::body::{BodyHandle, BodyKind, MassSpec, Material, RigidBodyDesc};
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
+use crate::particles::Particle;
 use crate::sdf::{SdfCollider, SdfHandle, SdfProgram};
 use crate::shape::MassProperties;
 
@@ -133,11 +134,19 @@ pub struct WorldDesc {
     pub dt: f32,
     /// Solver parameters.
     pub solver: SolverSettings,
+    /// Material of every particle, combined with a collider's as for bodies. Default friction
+    /// 0.5, restitution 0.
+    pub particle_material: Material,
 }
 
 impl Default for WorldDesc {
     fn default() -> Self {
-        Self { gravity: Vec3::new(0.0, -9.81, 0.0), dt: 1.0 / 60.0, solver: SolverSettings::default() }
+        Self {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            dt: 1.0 / 60.0,
+            solver: SolverSettings::default(),
+            particle_material: Material::new(0.5, 0.0),
+        }
     }
 }
 
@@ -146,6 +155,7 @@ impl WorldDesc {
     pub fn validate(&self) -> Result<()> {
         check_finite("gravity", self.gravity, self.gravity.is_finite())?;
         check_positive("time step", self.dt)?;
+        self.particle_material.validate()?;
         let s = &self.solver;
         if s.substeps == 0 {
             return Err(Error::OutOfRange { what: "substeps", range: "[1, inf)", value: 0.0 });
@@ -269,6 +279,7 @@ pub struct World {
     pub(crate) bodies: Vec<BodyRecord>,
     pub(crate) planes: Vec<Plane>,
     pub(crate) sdfs: Vec<SdfRecord>,
+    pub(crate) particles: Vec<Particle>,
 }
 
 /// A validated SDF collider and its compiled program.
@@ -285,7 +296,7 @@ impl World {
     /// A typed error for any setting that is not finite or out of range.
     pub fn new(desc: WorldDesc) -> Result<Self> {
         desc.validate()?;
-        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new(), sdfs: Vec::new() })
+        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new(), sdfs: Vec::new(), particles: Vec::new() })
     }
 
     /// The world's settings.
@@ -350,6 +361,47 @@ impl World {
         let program = collider.sdf.compile();
         self.sdfs.push(SdfRecord { collider, program });
         Ok(SdfHandle(self.sdfs.len() as u32 - 1))
+    }
+
+    /// Adds a particle; returns its index (particles are read back in this order).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a NaN or infinite position or velocity, [`Error::NonPositive`]
+    /// for a radius or mass that is not positive, [`Error::OutOfRange`] past 2^32 - 1 particles.
+    pub fn add_particle(&mut self, particle: Particle) -> Result<usize> {
+        Ok(self.add_particles([particle])?.start)
+    }
+
+    /// Adds many particles at once; returns their index range. Either all are added or, when
+    /// one is invalid, none.
+    ///
+    /// # Errors
+    /// As [`World::add_particle`], for the first invalid particle.
+    pub fn add_particles(&mut self, particles: impl IntoIterator<Item = Particle>) -> Result<std::ops::Range<usize>> {
+        let start = self.particles.len();
+        for p in particles {
+            if let Err(e) = p.validate() {
+                self.particles.truncate(start);
+                return Err(e);
+            }
+            self.particles.push(p);
+        }
+        if self.particles.len() > u32::MAX as usize {
+            let count = self.particles.len();
+            self.particles.truncate(start);
+            return Err(Error::OutOfRange { what: "particle count", range: "[0, 2^32)", value: count as f32 });
+        }
+        Ok(start..self.particles.len())
+    }
+
+    /// Number of particles.
+    pub fn particle_count(&self) -> usize {
+        self.particles.len()
+    }
+
+    /// The particles as added.
+    pub fn particles(&self) -> &[Particle] {
+        &self.particles
     }
 
     /// Number of SDF colliders.

@@ -5,7 +5,7 @@ use std::mem::{offset_of, size_of};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use signorini::layout::{
-    GpuBody, GpuBodyProps, GpuCollider, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody,
+    GpuBody, GpuBodyProps, GpuCollider, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle, GpuShape, GpuSolverBody,
     GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
 };
 use signorini::shaders;
@@ -107,6 +107,7 @@ fn host_structs_match_wgsl_layout() {
         ]
     );
     check_struct!(&module, "Pair", GpuPair, [a, b]);
+    check_struct!(&module, "Particle", GpuParticle, [position, radius, velocity, mass]);
     check_struct!(
         &module,
         "ManifoldPoint",
@@ -210,6 +211,9 @@ fn step_params_uniform_matches_wgsl() {
         coloring_rounds: 26,
         body_contacts: 27,
         collider_count: 28,
+        particle_count: 29,
+        particle_friction: 30.0,
+        particle_restitution: 31.0,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -241,6 +245,9 @@ fn step_params_uniform_matches_wgsl() {
         ("coloring_rounds", 26.0),
         ("body_contacts", 27.0),
         ("collider_count", 28.0),
+        ("particle_count", 29.0),
+        ("particle_friction", 30.0),
+        ("particle_restitution", 31.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -259,6 +266,7 @@ fn step_params_uniform_matches_wgsl() {
             "coloring_rounds",
             "body_contacts",
             "collider_count",
+            "particle_count",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -2,6 +2,7 @@
 //! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
 
 pub(crate) mod contacts;
+mod particles;
 mod stages;
 
 use glam::{Vec3, Vec4};
@@ -9,8 +10,8 @@ use glam::{Vec3, Vec4};
 use crate::body::{BodyHandle, BodyState};
 use crate::error::{Error, Result, check_finite};
 use crate::layout::{
-    BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC,
-    Packed, StepParams,
+    BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats,
+    KIND_STATIC, Packed, StepParams,
 };
 use crate::solver::{Solver, StepStats};
 use crate::world::World;
@@ -31,12 +32,14 @@ pub struct StageTimes {
     pub solve: std::time::Duration,
     /// Velocity and position integration over all substeps.
     pub integrate: std::time::Duration,
+    /// Particles: their motion swept against the static colliders, over all substeps.
+    pub particles: std::time::Duration,
 }
 
 impl StageTimes {
     /// The sum over the groups: the step.
     pub fn total(&self) -> std::time::Duration {
-        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate
+        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate + self.particles
     }
 }
 
@@ -61,6 +64,7 @@ pub struct CpuSolver {
     geometry: Vec<Vec4>,
     topology: Vec<u32>,
     colliders: Vec<GpuCollider>,
+    particles: Vec<GpuParticle>,
     frames: Vec<BodyFrame>,
     solver_bodies: Vec<GpuSolverBody>,
     contacts: Vec<GpuStaticContact>,
@@ -72,7 +76,7 @@ pub struct CpuSolver {
 impl CpuSolver {
     /// Builds a solver for `world`'s current bodies and static colliders.
     pub fn new(world: &World) -> Result<Self> {
-        let Packed { params, bodies, props, shapes, geometry, topology, colliders, frames, slot_count } =
+        let Packed { params, bodies, props, shapes, geometry, topology, colliders, particles, frames, slot_count } =
             Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         Ok(Self {
@@ -85,6 +89,7 @@ impl CpuSolver {
             geometry,
             topology,
             colliders,
+            particles,
             frames,
             contacts_state: ContactState::new(grid),
             steps: 0,
@@ -199,6 +204,8 @@ impl Solver for CpuSolver {
             laps.lap(&mut t.solve);
             stages::integrate_positions(&mut self.buffers());
             laps.lap(&mut t.integrate);
+            particles::advance_particles(&self.params, &self.geometry, &self.colliders, &mut self.particles);
+            laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {
                 stages::relax_static(&mut self.buffers());
                 if bodies {
@@ -236,6 +243,10 @@ impl Solver for CpuSolver {
 
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
         Ok(self.bodies.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+    }
+
+    fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
+        Ok(self.particles.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }).collect())
     }
 
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
@@ -314,7 +325,7 @@ mod tests {
         ] {
             assert!(d > std::time::Duration::ZERO, "{name} took no time");
         }
-        assert_eq!(t.total(), t.broad_phase + t.narrow_phase + t.coloring + t.solve + t.integrate);
+        assert_eq!(t.total(), t.broad_phase + t.narrow_phase + t.coloring + t.solve + t.integrate + t.particles);
         assert_eq!(timed.raw_bodies(), reference.raw_bodies(), "timing must not change the step");
     }
 

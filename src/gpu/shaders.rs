@@ -9,6 +9,7 @@ use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
+use crate::particles::{PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SURFACE_EPS};
 use crate::sdf::{
     SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_GRID, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S,
     SDF_SPHERE, SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
@@ -47,6 +48,8 @@ pub const SDF: &str = include_str!("../../shaders/sdf.wgsl");
 pub const BIND_BODIES: &str = include_str!("../../shaders/bind_bodies.wgsl");
 /// Bindings of the pair stages.
 pub const BIND_PAIRS: &str = include_str!("../../shaders/bind_pairs.wgsl");
+/// Bindings of the particle stages.
+pub const BIND_PARTICLES: &str = include_str!("../../shaders/bind_particles.wgsl");
 /// Bindings of the manifold stages.
 pub const BIND_MANIFOLDS: &str = include_str!("../../shaders/bind_manifolds.wgsl");
 /// Bindings of the manifold solve stages.
@@ -63,6 +66,11 @@ pub const STAGES: &[(&str, &str, &str)] = &[
     ("solve_static", BIND_BODIES, include_str!("../../shaders/solve_static.wgsl")),
     ("integrate_positions", BIND_BODIES, include_str!("../../shaders/integrate_positions.wgsl")),
     ("stats", BIND_BODIES, concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/stats.wgsl"))),
+    (
+        "particles",
+        BIND_PARTICLES,
+        concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/particles.wgsl")),
+    ),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
     ("manifolds", BIND_MANIFOLDS, include_str!("../../shaders/manifolds.wgsl")),
@@ -115,7 +123,10 @@ pub fn header() -> String {
          const SDF_UNION: u32 = {SDF_UNION}u;\n\
          const SDF_INTERSECTION: u32 = {SDF_INTERSECTION}u;\n\
          const SDF_SUBTRACTION: u32 = {SDF_SUBTRACTION}u;\n\
-         const SDF_INVERT: u32 = {SDF_INVERT}u;\n\n",
+         const SDF_INVERT: u32 = {SDF_INVERT}u;\n\
+         const PARTICLE_SURFACE_EPS: f32 = {PARTICLE_SURFACE_EPS:?};\n\
+         const PARTICLE_MARCH_STEPS: u32 = {PARTICLE_MARCH_STEPS}u;\n\
+         const PARTICLE_MAX_IMPACTS: u32 = {PARTICLE_MAX_IMPACTS}u;\n\n",
         GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
     )
 }

@@ -30,6 +30,15 @@ struct Pipelines {
     stats_final: wgpu::ComputePipeline,
 }
 
+/// The particle stage: the particles' buffer, its bind group and pipeline.
+struct GpuParticles {
+    buffer: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    advance: wgpu::ComputePipeline,
+    grid: (u32, u32),
+    count: u32,
+}
+
 /// Steps a [`World`] on the GPU. Bodies, contacts and all solver state live in GPU buffers;
 /// a step records compute dispatches and never waits for the GPU; only [`Solver::body_states`]
 /// and [`Solver::stats`] read back, on request.
@@ -48,6 +57,7 @@ pub struct GpuSolver {
     topology: wgpu::Buffer,
     modules: Vec<(&'static str, wgpu::ShaderModule)>,
     contacts_stages: Option<GpuContacts>,
+    particles: Option<GpuParticles>,
     /// The broad phase's grid.
     grid: crate::cpu::contacts::GridSpec,
     bodies_readback: wgpu::Buffer,
@@ -142,6 +152,30 @@ impl GpuSolver {
             stats_final: pipeline("stats", "stats_final"),
         };
 
+        let particles = if packed.particles.is_empty() {
+            None
+        } else {
+            let buffer = make("particles", bytemuck::cast_slice(&packed.particles), storage | copy)?;
+            let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
+            let slots = [Slot::Uniform, ro, ro, rw];
+            let layout = kernels::layout(&device, "particle_bindings", &slots);
+            let bind_group = kernels::bind(
+                &device,
+                "particle_bindings",
+                &layout,
+                &slots,
+                &[&params_buffer, &geometry, &colliders, &buffer],
+            );
+            let count = packed.particles.len() as u32;
+            Some(GpuParticles {
+                buffer,
+                bind_group,
+                advance: kernels::pipeline(&device, &modules, &[&layout], "particles", "advance_particles"),
+                grid: dispatch_grid(count, WORKGROUP_SIZE),
+                count,
+            })
+        };
+
         let body_count = packed.bodies.len() as u32;
         let body_contacts = packed.params.body_contacts != 0 && body_count > 1;
         let mut solver = Self {
@@ -160,6 +194,7 @@ impl GpuSolver {
             topology,
             modules,
             contacts_stages: None,
+            particles,
             grid: crate::cpu::contacts::GridSpec::new(
                 &packed.props,
                 &packed.shapes,
@@ -281,7 +316,7 @@ impl GpuSolver {
     pub fn dispatches_per_step(&self) -> u32 {
         let p = &self.params;
         let relax = p.relax_iterations > 0;
-        let (mut once, mut per_substep) = (2, 3 + u32::from(relax));
+        let (mut once, mut per_substep) = (2, 3 + u32::from(relax) + u32::from(self.particles.is_some()));
         if let Some(c) = self.contacts_stages.as_ref() {
             once += c.detection_dispatches() + c.pass_dispatches();
             let passes = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
@@ -339,6 +374,11 @@ impl GpuSolver {
                 bodies(pass);
             }
             self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
+            if let Some(particles) = &self.particles {
+                pass.set_bind_group(0, &particles.bind_group, &[]);
+                self.dispatch(pass, "advance_particles", &particles.advance, particles.grid);
+                bodies(pass);
+            }
             if self.params.relax_iterations > 0 {
                 self.dispatch(pass, "relax_static", &p.relax_static, grid);
                 if let Some(c) = contacts {
@@ -409,6 +449,23 @@ impl Solver for GpuSolver {
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
         let raw = self.raw_bodies()?;
         Ok(raw.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+    }
+
+    fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
+        let Some(particles) = &self.particles else { return Ok(Vec::new()) };
+        let size = particles.count as u64 * size_of::<crate::layout::GpuParticle>() as u64;
+        let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("particles_readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_particles") });
+        encoder.copy_buffer_to_buffer(&particles.buffer, 0, &readback, 0, size);
+        self.queue.submit([encoder.finish()]);
+        let raw: Vec<crate::layout::GpuParticle> = self.read(&readback)?;
+        Ok(raw.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }).collect())
     }
 
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {

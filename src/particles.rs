@@ -1,0 +1,82 @@
+//! Particles: small spheres with a position, velocity, radius and mass that never rotate, for
+//! counts in the millions. Each substep they fall under gravity and move along a straight
+//! path that is swept against every static collider (planes and SDFs) by sphere tracing, so a
+//! particle meets a surface at the fraction of the substep at which it reaches it (seed 003:
+//! detection, time of impact, response), however thin the surface and however fast the
+//! particle; there it bounces (restitution above the threshold speed) and loses tangential
+//! speed to Coulomb friction, which can stop but not reverse it, then moves on for the rest
+//! of the substep.
+//!
+//! Sign-change detection between the start and the end of a step (seed 003) misses a shell
+//! thinner than the distance travelled: at 100 m/s and 240 substeps a second a particle moves
+//! 42 cm, and both ends of its path lie in free space on either side of a 1 cm wall. Sphere
+//! tracing never steps further than the distance to the nearest surface, which the field
+//! bounds from below, so it cannot skip one; the fraction of seed 003 is where the march
+//! arrives within [`PARTICLE_SURFACE_EPS`].
+//!
+//! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
+//! 320 MB.
+
+use glam::Vec3;
+
+use crate::error::{Result, check_finite, check_positive};
+
+/// Distance from a surface at which a sweeping particle counts as touching it, m.
+pub const PARTICLE_SURFACE_EPS: f32 = 1e-5;
+/// Sphere-tracing steps per sweep; a sweep that uses them all stops where it got to (a particle
+/// grazing a surface along a long path loses the rest of that substep's motion).
+pub const PARTICLE_MARCH_STEPS: u32 = 48;
+/// Impacts per particle per substep; after the last one the particle stays at that contact for
+/// the rest of the substep.
+pub const PARTICLE_MAX_IMPACTS: u32 = 4;
+
+/// A particle to add to a [`World`](crate::World).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Particle {
+    /// Centre, m.
+    pub position: Vec3,
+    /// Velocity, m/s.
+    pub velocity: Vec3,
+    /// Radius, m, `> 0`.
+    pub radius: f32,
+    /// Mass, kg, `> 0`.
+    pub mass: f32,
+}
+
+impl Particle {
+    /// A particle at rest at `position` with the given radius and the mass of water (1000 kg/m³).
+    pub fn new(position: Vec3, radius: f32) -> Self {
+        let mass = 1000.0 * 4.0 / 3.0 * std::f32::consts::PI * radius * radius * radius;
+        Self { position, velocity: Vec3::ZERO, radius, mass }
+    }
+
+    /// Sets the velocity, m/s.
+    #[must_use]
+    pub fn velocity(mut self, velocity: Vec3) -> Self {
+        self.velocity = velocity;
+        self
+    }
+
+    /// Sets the mass, kg.
+    #[must_use]
+    pub fn mass(mut self, mass: f32) -> Self {
+        self.mass = mass;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_finite("particle position", self.position, self.position.is_finite())?;
+        check_finite("particle velocity", self.velocity, self.velocity.is_finite())?;
+        check_positive("particle radius", self.radius)?;
+        check_positive("particle mass", self.mass)
+    }
+}
+
+/// A particle's state as read back from a solver.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ParticleState {
+    /// Centre, m.
+    pub position: Vec3,
+    /// Velocity, m/s.
+    pub velocity: Vec3,
+}
