@@ -33,6 +33,15 @@ struct StepParams {
     particle_count: u32,
     particle_friction: f32,
     particle_restitution: f32,
+    particle_collisions: u32,
+    particle_iterations: u32,
+    particle_inv_cell: f32,
+    particle_margin: f32,
+    particle_hash_mask: u32,
+    particle_items: u32,
+    particle_sorted: u32,
+    particle_cell_start: u32,
+    particle_counts: u32,
 }
 
 struct Body {

@@ -35,7 +35,10 @@ fn advance_particles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     let particle = particles[i];
     let radius = particle.radius;
     var x = particle.position;
-    var v = particle.velocity + params.h * params.gravity;
+    var v = particle.velocity;
+    if params.particle_collisions == 0u {
+        v += params.h * params.gravity;
+    }
     var remaining = params.h;
     for (var impact = 0u; impact < PARTICLE_MAX_IMPACTS; impact++) {
         let speed = sqrt(dot3(v, v));

@@ -451,6 +451,25 @@ pub struct StepParams {
     pub particle_friction: f32,
     /// Restitution coefficient of particles, combined with a collider's as for bodies.
     pub particle_restitution: f32,
+    /// 1 when particles collide with each other, else 0.
+    pub particle_collisions: u32,
+    /// Jacobi iterations over particle-particle contacts per substep.
+    pub particle_iterations: u32,
+    /// `1 / cell` of the particle grid, whose cells are `2 r_max + margin` wide, 1/m.
+    pub particle_inv_cell: f32,
+    /// Gap under which two particles are in contact (speculatively when positive): half the
+    /// largest radius, m.
+    pub particle_margin: f32,
+    /// Hash buckets of the particle grid minus one (a power of two minus one).
+    pub particle_hash_mask: u32,
+    /// GPU work arena: the `(hash, particle)` items (and their sort scratch after them).
+    pub particle_items: u32,
+    /// GPU work arena: the items sorted by hash.
+    pub particle_sorted: u32,
+    /// GPU work arena: the first sorted item of each hash bucket.
+    pub particle_cell_start: u32,
+    /// GPU work arena: each particle's neighbour count.
+    pub particle_counts: u32,
 }
 
 impl StepParams {
@@ -459,6 +478,9 @@ impl StepParams {
         let d = &world.desc;
         let s = &d.solver;
         let h = d.dt / s.substeps as f32;
+        let r_max = world.particles.iter().map(|p| p.radius).fold(0.0_f32, f32::max).max(1e-6);
+        let particle_margin = 0.5 * r_max;
+        let particle_cell = 2.0 * r_max + particle_margin;
         let (soft, contact, linear_slop, relax) = match s.stabilization {
             Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } => (
                 Softness::new(static_hertz.min(0.5 / h), static_damping_ratio, h),
@@ -483,8 +505,17 @@ impl StepParams {
             plane_count: world.planes.len() as u32,
             collider_count: (world.planes.len() + world.sdfs.len()) as u32,
             particle_count: world.particles.len() as u32,
-            particle_friction: d.particle_material.friction,
-            particle_restitution: d.particle_material.restitution,
+            particle_friction: d.particles.material.friction,
+            particle_restitution: d.particles.material.restitution,
+            particle_collisions: u32::from(d.particles.collisions && world.particles.len() > 1),
+            particle_iterations: d.particles.iterations,
+            particle_inv_cell: 1.0 / particle_cell,
+            particle_margin,
+            particle_hash_mask: (world.particles.len().max(64) as u32).next_power_of_two() - 1,
+            particle_items: 0,
+            particle_sorted: 0,
+            particle_cell_start: 0,
+            particle_counts: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

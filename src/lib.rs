@@ -54,7 +54,9 @@ pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Solver, StepStats};
-pub use world::{ConstraintSolver, Plane, PlaneHandle, SolverSettings, Stabilization, World, WorldDesc};
+pub use world::{
+    ConstraintSolver, ParticleSettings, Plane, PlaneHandle, SolverSettings, Stabilization, World, WorldDesc,
+};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -63,8 +65,9 @@ struct ReadmeDoctests;
 /// The types most programs need, and the glam types the API speaks.
 pub mod prelude {
     pub use crate::{
-        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Particle, Plane,
-        RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Particle, ParticleSettings,
+        Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World,
+        WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

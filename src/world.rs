@@ -134,9 +134,26 @@ pub struct WorldDesc {
     pub dt: f32,
     /// Solver parameters.
     pub solver: SolverSettings,
-    /// Material of every particle, combined with a collider's as for bodies. Default friction
-    /// 0.5, restitution 0.
-    pub particle_material: Material,
+    /// How particles move and meet.
+    pub particles: ParticleSettings,
+}
+
+/// Settings of the particles of a world.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParticleSettings {
+    /// Material of every particle, combined with a collider's as for bodies; its friction is
+    /// also that of particle-particle contacts. Default friction 0.5, restitution 0.
+    pub material: Material,
+    /// Whether particles collide with each other. Default true.
+    pub collisions: bool,
+    /// Jacobi iterations over particle-particle contacts per substep, `>= 1`. Default 2.
+    pub iterations: u32,
+}
+
+impl Default for ParticleSettings {
+    fn default() -> Self {
+        Self { material: Material::new(0.5, 0.0), collisions: true, iterations: 2 }
+    }
 }
 
 impl Default for WorldDesc {
@@ -145,7 +162,7 @@ impl Default for WorldDesc {
             gravity: Vec3::new(0.0, -9.81, 0.0),
             dt: 1.0 / 60.0,
             solver: SolverSettings::default(),
-            particle_material: Material::new(0.5, 0.0),
+            particles: ParticleSettings::default(),
         }
     }
 }
@@ -155,7 +172,10 @@ impl WorldDesc {
     pub fn validate(&self) -> Result<()> {
         check_finite("gravity", self.gravity, self.gravity.is_finite())?;
         check_positive("time step", self.dt)?;
-        self.particle_material.validate()?;
+        self.particles.material.validate()?;
+        if self.particles.iterations == 0 {
+            return Err(Error::OutOfRange { what: "particle iterations", range: "[1, inf)", value: 0.0 });
+        }
         let s = &self.solver;
         if s.substeps == 0 {
             return Err(Error::OutOfRange { what: "substeps", range: "[1, inf)", value: 0.0 });

@@ -214,6 +214,15 @@ fn step_params_uniform_matches_wgsl() {
         particle_count: 29,
         particle_friction: 30.0,
         particle_restitution: 31.0,
+        particle_collisions: 32,
+        particle_iterations: 33,
+        particle_inv_cell: 34.0,
+        particle_margin: 35.0,
+        particle_hash_mask: 36,
+        particle_items: 37,
+        particle_sorted: 38,
+        particle_cell_start: 39,
+        particle_counts: 40,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -248,6 +257,15 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_count", 29.0),
         ("particle_friction", 30.0),
         ("particle_restitution", 31.0),
+        ("particle_collisions", 32.0),
+        ("particle_iterations", 33.0),
+        ("particle_inv_cell", 34.0),
+        ("particle_margin", 35.0),
+        ("particle_hash_mask", 36.0),
+        ("particle_items", 37.0),
+        ("particle_sorted", 38.0),
+        ("particle_cell_start", 39.0),
+        ("particle_counts", 40.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -267,6 +285,13 @@ fn step_params_uniform_matches_wgsl() {
             "body_contacts",
             "collider_count",
             "particle_count",
+            "particle_collisions",
+            "particle_iterations",
+            "particle_hash_mask",
+            "particle_items",
+            "particle_sorted",
+            "particle_cell_start",
+            "particle_counts",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -2,6 +2,7 @@
 //! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
 
 pub(crate) mod contacts;
+mod particle_contacts;
 mod particles;
 mod stages;
 
@@ -65,6 +66,7 @@ pub struct CpuSolver {
     topology: Vec<u32>,
     colliders: Vec<GpuCollider>,
     particles: Vec<GpuParticle>,
+    particle_grid: particle_contacts::ParticleGrid,
     frames: Vec<BodyFrame>,
     solver_bodies: Vec<GpuSolverBody>,
     contacts: Vec<GpuStaticContact>,
@@ -90,6 +92,7 @@ impl CpuSolver {
             topology,
             colliders,
             particles,
+            particle_grid: Default::default(),
             frames,
             contacts_state: ContactState::new(grid),
             steps: 0,
@@ -204,6 +207,15 @@ impl Solver for CpuSolver {
             laps.lap(&mut t.solve);
             stages::integrate_positions(&mut self.buffers());
             laps.lap(&mut t.integrate);
+            if p.particle_collisions != 0 {
+                particle_contacts::particle_contacts(
+                    &self.params,
+                    &self.geometry,
+                    &self.colliders,
+                    &mut self.particles,
+                    &mut self.particle_grid,
+                );
+            }
             particles::advance_particles(&self.params, &self.geometry, &self.colliders, &mut self.particles);
             laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {

@@ -8,7 +8,7 @@ use crate::sdf::evaluate_program;
 
 /// Distance from `x` to collider `c`'s surface and the unit normal there.
 #[inline]
-fn collider_distance(geometry: &[Vec4], c: &GpuCollider, x: Vec3) -> (f32, Vec3) {
+pub(crate) fn collider_distance(geometry: &[Vec4], c: &GpuCollider, x: Vec3) -> (f32, Vec3) {
     if c.node_count == 0 {
         (c.normal.dot(x) - c.offset, c.normal)
     } else {
@@ -30,7 +30,8 @@ fn nearest(geometry: &[Vec4], colliders: &[GpuCollider], x: Vec3, radius: f32) -
     best
 }
 
-/// One substep of every particle (see [`crate::particles`]): gravity, then the straight path
+/// One substep of every particle (see [`crate::particles`]): gravity (when the particle contacts
+/// did not apply it already), then the straight path
 /// swept against the colliders by sphere tracing; at each impact (at most
 /// [`PARTICLE_MAX_IMPACTS`]) the normal velocity is reversed with restitution above the
 /// threshold speed (else removed), friction takes `min(μ Δv_n, |v_t|)` off the tangential
@@ -45,7 +46,8 @@ pub(crate) fn advance_particles(
     for particle in particles.iter_mut() {
         let radius = particle.radius;
         let mut x = particle.position;
-        let mut v = particle.velocity + p.h * p.gravity;
+        // Gravity, unless the particle contacts applied it before solving.
+        let mut v = if p.particle_collisions != 0 { particle.velocity } else { particle.velocity + p.h * p.gravity };
         let mut remaining = p.h;
         for _ in 0..PARTICLE_MAX_IMPACTS {
             // March along x + t v, t in [0, remaining], never further than the nearest surface.

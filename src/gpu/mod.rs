@@ -3,6 +3,7 @@
 
 mod contacts;
 mod kernels;
+mod particles;
 pub mod shaders;
 mod solver;
 

@@ -9,7 +9,7 @@ use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
-use crate::particles::{PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SURFACE_EPS};
+use crate::particles::{EMPTY_CELL, PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SURFACE_EPS};
 use crate::sdf::{
     SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_GRID, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S,
     SDF_SPHERE, SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
@@ -69,7 +69,11 @@ pub const STAGES: &[(&str, &str, &str)] = &[
     (
         "particles",
         BIND_PARTICLES,
-        concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/particles.wgsl")),
+        concat!(
+            include_str!("../../shaders/sdf.wgsl"),
+            include_str!("../../shaders/particles.wgsl"),
+            include_str!("../../shaders/particle_contacts.wgsl")
+        ),
     ),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
@@ -126,7 +130,8 @@ pub fn header() -> String {
          const SDF_INVERT: u32 = {SDF_INVERT}u;\n\
          const PARTICLE_SURFACE_EPS: f32 = {PARTICLE_SURFACE_EPS:?};\n\
          const PARTICLE_MARCH_STEPS: u32 = {PARTICLE_MARCH_STEPS}u;\n\
-         const PARTICLE_MAX_IMPACTS: u32 = {PARTICLE_MAX_IMPACTS}u;\n\n",
+         const PARTICLE_MAX_IMPACTS: u32 = {PARTICLE_MAX_IMPACTS}u;\n\
+         const EMPTY_CELL: u32 = {EMPTY_CELL}u;\n\n",
         GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
     )
 }

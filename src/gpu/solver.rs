@@ -8,6 +8,7 @@ use wgpu::util::DeviceExt;
 
 use super::contacts::{GpuContacts, Pass as ContactPass, Shared};
 use super::kernels::{self, Slot};
+use super::particles::{GpuParticles, ParticleArena};
 use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
 use super::{AdapterSummary, GpuContext};
 use crate::body::{BodyHandle, BodyState};
@@ -28,15 +29,6 @@ struct Pipelines {
     restitution: wgpu::ComputePipeline,
     stats_partial: wgpu::ComputePipeline,
     stats_final: wgpu::ComputePipeline,
-}
-
-/// The particle stage: the particles' buffer, its bind group and pipeline.
-struct GpuParticles {
-    buffer: wgpu::Buffer,
-    bind_group: wgpu::BindGroup,
-    advance: wgpu::ComputePipeline,
-    grid: (u32, u32),
-    count: u32,
 }
 
 /// Steps a [`World`] on the GPU. Bodies, contacts and all solver state live in GPU buffers;
@@ -86,7 +78,7 @@ impl GpuSolver {
     pub fn new(ctx: &GpuContext, world: &World) -> Result<Self> {
         let device = ctx.device().clone();
         let queue = ctx.queue().clone();
-        let packed = Packed::new(world);
+        let mut packed = Packed::new(world);
         let limits = device.limits();
         check_kernel_limits(&limits)?;
 
@@ -113,6 +105,9 @@ impl GpuSolver {
             make("contacts", non_empty(&vec![GpuStaticContact::default(); packed.slot_count as usize]), storage)?;
         let stats = make("stats", bytemuck::cast_slice(&vec![GpuStats::default(); stats_groups]), storage | copy)?;
 
+        // The particle grid's arena offsets go into the parameters before they are uploaded.
+        let particle_arena = (!packed.particles.is_empty())
+            .then(|| ParticleArena::new(&mut packed.params, packed.particles.len() as u32));
         let mut uniform = encase::UniformBuffer::new(Vec::new());
         uniform.write(&packed.params).expect("StepParams fits a uniform buffer");
         let params_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -152,28 +147,19 @@ impl GpuSolver {
             stats_final: pipeline("stats", "stats_final"),
         };
 
-        let particles = if packed.particles.is_empty() {
-            None
-        } else {
-            let buffer = make("particles", bytemuck::cast_slice(&packed.particles), storage | copy)?;
-            let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
-            let slots = [Slot::Uniform, ro, ro, rw];
-            let layout = kernels::layout(&device, "particle_bindings", &slots);
-            let bind_group = kernels::bind(
+        let particles = match particle_arena {
+            Some(arena) => Some(GpuParticles::new(
                 &device,
-                "particle_bindings",
-                &layout,
-                &slots,
-                &[&params_buffer, &geometry, &colliders, &buffer],
-            );
-            let count = packed.particles.len() as u32;
-            Some(GpuParticles {
-                buffer,
-                bind_group,
-                advance: kernels::pipeline(&device, &modules, &[&layout], "particles", "advance_particles"),
-                grid: dispatch_grid(count, WORKGROUP_SIZE),
-                count,
-            })
+                &limits,
+                &modules,
+                &packed.params,
+                &arena,
+                &packed.particles,
+                &params_buffer,
+                &geometry,
+                &colliders,
+            )?),
+            None => None,
         };
 
         let body_count = packed.bodies.len() as u32;
@@ -316,7 +302,8 @@ impl GpuSolver {
     pub fn dispatches_per_step(&self) -> u32 {
         let p = &self.params;
         let relax = p.relax_iterations > 0;
-        let (mut once, mut per_substep) = (2, 3 + u32::from(relax) + u32::from(self.particles.is_some()));
+        let particles = self.particles.as_ref().map_or(0, |p| p.dispatches_per_substep());
+        let (mut once, mut per_substep) = (2, 3 + u32::from(relax) + particles);
         if let Some(c) = self.contacts_stages.as_ref() {
             once += c.detection_dispatches() + c.pass_dispatches();
             let passes = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
@@ -375,8 +362,7 @@ impl GpuSolver {
             }
             self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
             if let Some(particles) = &self.particles {
-                pass.set_bind_group(0, &particles.bind_group, &[]);
-                self.dispatch(pass, "advance_particles", &particles.advance, particles.grid);
+                particles.record_substep(pass);
                 bodies(pass);
             }
             if self.params.relax_iterations > 0 {

@@ -1,0 +1,191 @@
+// Stages of particle-particle contacts, once per substep before `advance_particles`: a hashed grid
+// over radix-sorted cell keys, then mass-splitting Jacobi over each particle's neighbours (first
+// positions, pushing overlaps apart, then velocities, with the colliders),
+// gathered (each particle computes every impulse it takes part in from its own side; the two
+// sides compute it bit for bit alike, so momentum is conserved without atomics). Twins of the
+// functions of src/cpu/particle_contacts.rs. The work arena holds the items (hash, particle) at
+// `particle_items` (and their sort scratch), the sorted items at `particle_sorted`, the bucket
+// starts at `particle_cell_start` and the neighbour counts at `particle_counts`.
+
+fn particle_cell_key(x: i32, y: i32, z: i32) -> u32 {
+    return ((u32(x) * GRID_HASH_X) ^ (u32(y) * GRID_HASH_Y) ^ (u32(z) * GRID_HASH_Z)) & params.particle_hash_mask;
+}
+
+fn particle_cell(x: vec3<f32>) -> vec3<i32> {
+    let c = floor(x * params.particle_inv_cell);
+    return vec3<i32>(i32(c.x), i32(c.y), i32(c.z));
+}
+
+// The particle's (hash, index) item, and the bucket starts cleared.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i <= params.particle_hash_mask {
+        work[params.particle_cell_start + i] = EMPTY_CELL;
+    }
+    if i < params.particle_count {
+        let c = particle_cell(particles[i].position);
+        work[params.particle_items + 2u * i] = particle_cell_key(c.x, c.y, c.z);
+        work[params.particle_items + 2u * i + 1u] = i;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_cell_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k >= params.particle_count {
+        return;
+    }
+    let key = work[params.particle_sorted + 2u * k];
+    if k == 0u || work[params.particle_sorted + 2u * k - 2u] != key {
+        work[params.particle_cell_start + key] = k;
+    }
+}
+
+const GATHER_COUNT: u32 = 0u;
+const GATHER_POSITION: u32 = 1u;
+const GATHER_VELOCITY: u32 = 2u;
+
+// A normal impulse plus the Coulomb friction impulse that takes at most `max_friction` off the
+// tangential relative velocity vt of a contact of effective mass `mass`. Twin of `friction_impulse`.
+fn particle_friction_impulse(normal: vec3<f32>, vt: vec3<f32>, max_friction: f32, mass: f32) -> vec3<f32> {
+    let speed_t = sqrt(dot3(vt, vt));
+    if speed_t > 0.0 {
+        return normal - vt * (min(max_friction, mass * speed_t) / speed_t);
+    }
+    return normal;
+}
+
+// Over the 27 cells around particle i (each bucket once, in a fixed order), then the colliders:
+// the change `mode` asks for (xyz) and the number of contacts within reach (w). Twin of `gather`.
+fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
+    let me = particles[i];
+    let c = particle_cell(me.position);
+    var my_share = 0.0;
+    if mode != GATHER_COUNT {
+        my_share = f32(work[params.particle_counts + i]) / me.mass;
+    }
+    var seen: array<u32, 27>;
+    var change = vec3<f32>(0.0);
+    var count = 0u;
+    var cell = 0u;
+    for (var dz = -1; dz <= 1; dz++) {
+        for (var dy = -1; dy <= 1; dy++) {
+            for (var dx = -1; dx <= 1; dx++) {
+                let key = particle_cell_key(c.x + dx, c.y + dy, c.z + dz);
+                var repeated = false;
+                for (var s = 0u; s < cell; s++) {
+                    repeated = repeated || seen[s] == key;
+                }
+                seen[cell] = key;
+                cell += 1u;
+                let start = work[params.particle_cell_start + key];
+                if repeated || start == EMPTY_CELL {
+                    continue;
+                }
+                for (var k = start; k < params.particle_count && work[params.particle_sorted + 2u * k] == key; k++) {
+                    let j = work[params.particle_sorted + 2u * k + 1u];
+                    if j == i {
+                        continue;
+                    }
+                    let other = particles[j];
+                    let d_vec = me.position - other.position;
+                    let d = sqrt(dot3(d_vec, d_vec));
+                    let reach = me.radius + other.radius;
+                    if d >= reach + params.particle_margin {
+                        continue;
+                    }
+                    count += 1u;
+                    if mode == GATHER_COUNT {
+                        continue;
+                    }
+                    var n = d_vec * (1.0 / d);
+                    if !(d > 0.0) {
+                        n = select(vec3<f32>(0.0, -1.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), i < j);
+                    }
+                    let s = d - reach;
+                    let mass = 1.0 / (my_share + f32(work[params.particle_counts + j]) / other.mass);
+                    if mode == GATHER_POSITION {
+                        if s < 0.0 {
+                            change += n * (-s * mass / me.mass);
+                        }
+                        continue;
+                    }
+                    let dvel = me.velocity - other.velocity;
+                    let vn = dot3(dvel, n);
+                    let lambda = max(-mass * (vn + max(s, 0.0) * params.inv_h), 0.0);
+                    change += particle_friction_impulse(lambda * n, dvel - vn * n, params.particle_friction * lambda, mass) * (1.0 / me.mass);
+                }
+            }
+        }
+    }
+    if mode == GATHER_POSITION {
+        return vec4<f32>(change, f32(count));
+    }
+    for (var ci = 0u; ci < params.collider_count; ci++) {
+        let col = colliders[ci];
+        let field = particle_collider_distance(col, me.position);
+        let gap = field.w - me.radius;
+        if gap >= params.particle_margin {
+            continue;
+        }
+        count += 1u;
+        if mode == GATHER_COUNT {
+            continue;
+        }
+        let n = field.xyz;
+        let mass = 1.0 / my_share;
+        let vn = dot3(me.velocity, n);
+        let lambda = max(-mass * (vn + max(gap, 0.0) * params.inv_h), 0.0);
+        let friction = sqrt(params.particle_friction * col.friction);
+        change += particle_friction_impulse(lambda * n, me.velocity - vn * n, friction * lambda, mass) * (1.0 / me.mass);
+    }
+    return vec4<f32>(change, f32(count));
+}
+
+// The neighbour counts, and gravity (which the velocity iterations then see).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        work[params.particle_counts + i] = u32(particle_gather(i, GATHER_COUNT).w);
+        particles[i].velocity = particles[i].velocity + params.h * params.gravity;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_separate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        // The position change, and after the particles the velocity change it brings (written
+        // out, so no compiler fuses the product into the sum that applies it).
+        let dx = particle_gather(i, GATHER_POSITION).xyz;
+        scratch[i] = vec4<f32>(dx, 0.0);
+        scratch[params.particle_count + i] = vec4<f32>(dx * params.inv_h, 0.0);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        particles[i].position = particles[i].position + scratch[i].xyz;
+        particles[i].velocity = particles[i].velocity + scratch[params.particle_count + i].xyz;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        scratch[i] = vec4<f32>(particle_gather(i, GATHER_VELOCITY).xyz, 0.0);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        particles[i].velocity = particles[i].velocity + scratch[i].xyz;
+    }
+}
