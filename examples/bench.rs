@@ -40,6 +40,8 @@ enum Scene {
     ConvexPile,
     /// `--bodies` particles of radius 1 cm poured into an SDF bowl (no rigid bodies).
     ParticleBowl,
+    /// The particle bowl with one wooden box per 100 particles dropped on top, meeting them.
+    ParticleBodies,
 }
 
 /// Which solver steps the scene.
@@ -228,6 +230,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
+        Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
     }
 }
 

@@ -1,10 +1,12 @@
 //! Particles poured into a bowl baked from a triangle mesh: a jittered block of particles falls
-//! into a hemispherical bowl whose closed mesh is baked into a grid SDF, then heaps up in it.
+//! into a hemispherical bowl whose closed mesh is baked into a grid SDF, then heaps up in it,
+//! with light wooden boxes and balls dropped on top that the particles push and that push the
+//! particles.
 //!
 //! ```text
 //! cargo run --release --example particles                          # GPU if there is one, else CPU
 //! cargo run --release --example particles -- --particles 1000000 --steps 300
-//! cargo run --release --example particles -- --cpu --particles 20000
+//! cargo run --release --example particles -- --cpu --particles 20000 --bodies 0
 //! ```
 
 use std::time::Instant;
@@ -27,6 +29,9 @@ struct Args {
     /// Use the CPU reference solver even when a GPU is available.
     #[arg(long)]
     cpu: bool,
+    /// Rigid bodies (boxes and balls of wood, 2 to 4 cm) dropped onto the particles.
+    #[arg(long, default_value_t = 8)]
+    bodies: usize,
     /// Steps recorded per submission.
     #[arg(long, default_value_t = 30)]
     batch: u32,
@@ -66,6 +71,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         Particle::new(x + Vec3::new(rng.next_centered(), 0.0, rng.next_centered()) * 0.2 * r, r)
     }))?;
+    let column_top = 0.05 + (args.particles / (side * side)) as f32 * spacing;
+    let bodies: Vec<BodyHandle> = (0..args.bodies)
+        .map(|k| {
+            let size = rng.range(0.01, 0.02);
+            let shape = if k % 2 == 0 { Shape::cuboid(Vec3::splat(size)) } else { Shape::sphere(size) };
+            let x = Vec3::new(
+                rng.range(-0.25, 0.25) * radius,
+                column_top + 0.1 + 0.05 * k as f32,
+                rng.range(-0.25, 0.25) * radius,
+            );
+            world.add_body(RigidBodyDesc::dynamic(shape).density(400.0).position(x).orientation(rng.rotation()))
+        })
+        .collect::<Result<_, _>>()?;
     let mut solver: Box<dyn Solver> = if args.cpu {
         Box::new(CpuSolver::new(&world)?)
     } else {
@@ -82,7 +100,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     };
-    println!("backend: {}; {} particles, {} steps", solver.backend(), world.particle_count(), args.steps);
+    println!(
+        "backend: {}; {} particles, {} bodies, {} steps",
+        solver.backend(),
+        world.particle_count(),
+        bodies.len(),
+        args.steps
+    );
     let bar = ProgressBar::new(args.steps as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} steps [{elapsed_precise}]")?);
     let start = Instant::now();
@@ -108,5 +132,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          fastest {fastest:.3} m/s, all finite: {finite}",
         states.len()
     );
+    if !bodies.is_empty() {
+        let heights: Vec<f32> = solver.body_states()?.iter().map(|b| b.position.y).collect();
+        let (low, high) = heights.iter().fold((f32::MAX, f32::MIN), |(l, h), &y| (l.min(y), h.max(y)));
+        let dropped = solver.stats()?.particle_body_dropped;
+        println!(
+            "{} bodies between {low:.3} m and {high:.3} m high (heap top {top:.3} m); particle-body contacts dropped: {dropped}",
+            bodies.len()
+        );
+    }
     Ok(())
 }

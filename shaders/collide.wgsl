@@ -63,6 +63,18 @@ fn edge_of(p: Posed, e: u32) -> vec4<u32> {
     return vec4<u32>(topology[w], topology[w + 1u], topology[w + 2u], topology[w + 3u]);
 }
 
+// The world bounds of the core's points: (min, max). Twin of `Posed::core_bounds`.
+fn core_bounds(p: Posed) -> array<vec3<f32>, 2> {
+    var lo = vec3<f32>(3.4028235e38);
+    var hi = vec3<f32>(-3.4028235e38);
+    for (var k = 0u; k < p.shape.point_count; k++) {
+        let x = world_point(p, k);
+        lo = min(lo, x);
+        hi = max(hi, x);
+    }
+    return array<vec3<f32>, 2>(lo, hi);
+}
+
 fn min_along(p: Posed, d: vec3<f32>) -> f32 {
     let local = rotate_inv(p.orientation, d);
     var best = 3.4028235e38;

@@ -42,6 +42,16 @@ struct StepParams {
     particle_sorted: u32,
     particle_cell_start: u32,
     particle_counts: u32,
+    particle_body_contacts: u32,
+    particle_reach: f32,
+    origin_point: u32,
+    particle_body_starts: u32,
+    particle_body_list: u32,
+    particle_body_capacity: u32,
+    particle_slot_counts: u32,
+    particle_slot_bodies: u32,
+    particle_body_dropped: u32,
+    particle_slot_data: u32,
 }
 
 struct Body {

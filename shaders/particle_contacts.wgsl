@@ -23,7 +23,13 @@ fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if i <= params.particle_hash_mask {
         work[params.particle_cell_start + i] = EMPTY_CELL;
     }
+    if i == 0u && params.particle_body_contacts != 0u {
+        work[params.particle_body_dropped] = 0u;
+    }
     if i < params.particle_count {
+        if params.particle_body_contacts != 0u {
+            work[params.particle_slot_counts + i] = 0u;
+        }
         let c = particle_cell(particles[i].position);
         work[params.particle_items + 2u * i] = particle_cell_key(c.x, c.y, c.z);
         work[params.particle_items + 2u * i + 1u] = i;
@@ -57,13 +63,14 @@ fn particle_friction_impulse(normal: vec3<f32>, vt: vec3<f32>, max_friction: f32
 }
 
 // Over the 27 cells around particle i (each bucket once, in a fixed order), then the colliders:
-// the change `mode` asks for (xyz) and the number of contacts within reach (w). Twin of `gather`.
+// the change `mode` asks for (xyz) and the number of contacts within reach (w); a count of 0
+// (a contact that came within reach after counting) is taken as 1. Twin of `gather`.
 fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
     let me = particles[i];
     let c = particle_cell(me.position);
     var my_share = 0.0;
     if mode != GATHER_COUNT {
-        my_share = f32(work[params.particle_counts + i]) / me.mass;
+        my_share = f32(max(work[params.particle_counts + i], 1u)) / me.mass;
     }
     var seen: array<u32, 27>;
     var change = vec3<f32>(0.0);
@@ -104,7 +111,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                         n = select(vec3<f32>(0.0, -1.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), i < j);
                     }
                     let s = d - reach;
-                    let mass = 1.0 / (my_share + f32(work[params.particle_counts + j]) / other.mass);
+                    let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
                     if mode == GATHER_POSITION {
                         if s < 0.0 {
                             change += n * (-s * mass / me.mass);
@@ -148,7 +155,12 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
 fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        work[params.particle_counts + i] = u32(particle_gather(i, GATHER_COUNT).w);
+        var count = u32(particle_gather(i, GATHER_COUNT).w);
+        if params.particle_body_contacts != 0u {
+            sort_body_slots(i);
+            count += slots_used(i);
+        }
+        work[params.particle_counts + i] = count;
         particles[i].velocity = particles[i].velocity + params.h * params.gravity;
     }
 }
@@ -186,6 +198,132 @@ fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        particles[i].velocity = particles[i].velocity + scratch[i].xyz;
+        var dv = scratch[i].xyz;
+        if params.particle_body_contacts != 0u {
+            let used = slots_used(i);
+            for (var k = 0u; k < used; k++) {
+                dv += scratch[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
+            }
+        }
+        particles[i].velocity = particles[i].velocity + dv;
+    }
+}
+
+// Particle-body slots (filled by shaders/particle_bodies.wgsl): the body index in the work
+// arena, then normal, lever and impulse as three vec4 of the scratch. Twins of the functions of
+// src/cpu/particle_contacts.rs named in each comment.
+
+fn slot_word(i: u32, k: u32) -> u32 {
+    return params.particle_slot_bodies + i * PARTICLE_BODY_SLOTS + k;
+}
+
+fn slot_at(i: u32, k: u32) -> u32 {
+    return params.particle_slot_data + 3u * (i * PARTICLE_BODY_SLOTS + k);
+}
+
+fn slots_used(i: u32) -> u32 {
+    return min(work[params.particle_slot_counts + i], PARTICLE_BODY_SLOTS);
+}
+
+// Sorts particle i's slots by body: insertion sort over at most PARTICLE_BODY_SLOTS.
+fn sort_body_slots(i: u32) {
+    let used = slots_used(i);
+    for (var k = 1u; k < used; k++) {
+        var m = k;
+        while m > 0u && work[slot_word(i, m - 1u)] > work[slot_word(i, m)] {
+            let b = work[slot_word(i, m)];
+            work[slot_word(i, m)] = work[slot_word(i, m - 1u)];
+            work[slot_word(i, m - 1u)] = b;
+            for (var f = 0u; f < 2u; f++) {
+                let v = scratch[slot_at(i, m) + f];
+                scratch[slot_at(i, m) + f] = scratch[slot_at(i, m - 1u) + f];
+                scratch[slot_at(i, m - 1u) + f] = v;
+            }
+            m -= 1u;
+        }
+    }
+}
+
+// The normal of a static collider that holds particle `me` against a push along n, or zero.
+// Twin of `support_normal`.
+fn particle_support(me: Particle, n: vec3<f32>) -> vec3<f32> {
+    for (var ci = 0u; ci < params.collider_count; ci++) {
+        let field = particle_collider_distance(colliders[ci], me.position);
+        if field.w - me.radius < params.particle_margin && dot3(field.xyz, n) < -0.5 {
+            return field.xyz;
+        }
+    }
+    return vec3<f32>(0.0);
+}
+
+// One Gauss-Seidel pass of body b over its particle contacts, in the order of its list: each
+// impulse applied to the body at once and stored in the particle's slot (zero for a supported
+// particle, whose push goes to the static geometry). Twin of `solve_body_contacts`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if b >= params.body_count {
+        return;
+    }
+    let pr = props[b];
+    let dynamic = pr.kind == KIND_DYNAMIC;
+    let position = bodies[b].position;
+    var linear = bodies[b].linear_velocity;
+    var angular = bodies[b].angular_velocity;
+    var inv_mass = 0.0;
+    var inv_inertia = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+    if dynamic {
+        inv_mass = bodies[b].inv_mass;
+        inv_inertia = world_inverse_inertia(bodies[b].orientation, pr.inv_inertia);
+    }
+    let friction = sqrt(params.particle_friction * pr.friction);
+    let end = min(work[params.particle_body_starts + b + 1u], params.particle_body_capacity);
+    for (var e = work[params.particle_body_starts + b]; e < end; e++) {
+        let j = work[params.particle_body_list + e];
+        let used = slots_used(j);
+        var k = 0u;
+        for (; k < used; k++) {
+            if work[slot_word(j, k)] == b {
+                break;
+            }
+        }
+        if k == used {
+            continue;
+        }
+        let me = particles[j];
+        let n = scratch[slot_at(j, k)].xyz;
+        let lever = scratch[slot_at(j, k) + 1u].xyz;
+        let rn = cross3(lever, n);
+        let body_share = inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
+        let support = particle_support(me, n);
+        let supported = any(support != vec3<f32>(0.0));
+        var impulse = vec3<f32>(0.0);
+        if !(supported && body_share == 0.0) {
+            var my_share = 0.0;
+            if !supported {
+                my_share = f32(max(work[params.particle_counts + j], 1u)) / me.mass;
+            }
+            let mass = 1.0 / (my_share + body_share);
+            let velocity = me.velocity - support * min(dot3(me.velocity, support), 0.0);
+            let dvel = velocity - (linear + cross3(angular, lever));
+            let vn = dot3(dvel, n);
+            let s = dot3(n, me.position - (position + lever)) - me.radius;
+            var bias = s * params.inv_h;
+            if !(s > 0.0) {
+                bias = max(s * params.contact_bias_rate, -params.max_push_velocity);
+            }
+            let lambda = max(-mass * (vn + bias), 0.0);
+            impulse = particle_friction_impulse(lambda * n, dvel - vn * n, friction * lambda, mass);
+            linear = linear - inv_mass * impulse;
+            angular = angular - mat3_mul(inv_inertia, cross3(lever, impulse));
+        }
+        if supported {
+            impulse = vec3<f32>(0.0);
+        }
+        scratch[slot_at(j, k) + 2u] = vec4<f32>(impulse, 0.0);
+    }
+    if dynamic {
+        bodies[b].linear_velocity = linear;
+        bodies[b].angular_velocity = angular;
     }
 }

@@ -1,6 +1,6 @@
 // Stage `advance_particles`: one substep of every particle, one thread each: gravity, then the
 // straight path swept against every static collider by sphere tracing, impacts with restitution
-// and Coulomb friction (seed 003). Twin of `advance_particles` in src/cpu/particles.rs.
+// and Coulomb friction (seed 003), the rest of the substep swept with the radius less the skin. Twin of `advance_particles` in src/cpu/particles.rs.
 
 fn particle_collider_distance(c: Collider, x: vec3<f32>) -> vec4<f32> {
     if c.node_count == 0u {
@@ -33,7 +33,7 @@ fn advance_particles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         return;
     }
     let particle = particles[i];
-    let radius = particle.radius;
+    var radius = particle.radius;
     var x = particle.position;
     var v = particle.velocity;
     if params.particle_collisions == 0u {
@@ -66,28 +66,34 @@ fn advance_particles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         remaining -= t;
         let c = colliders[near.index];
         let n = particle_collider_distance(c, x).xyz;
-        if near.gap < 0.0 {
-            x -= near.gap * n;
+        let depth = near.gap - (particle.radius - radius);
+        if depth < 0.0 {
+            x -= depth * n;
         }
         let vn = dot3(v, n);
-        if vn >= 0.0 {
-            x += remaining * v;
-            break;
+        if vn < 0.0 {
+            let friction = sqrt(params.particle_friction * c.friction);
+            let restitution = max(params.particle_restitution, c.restitution);
+            var e = 0.0;
+            if -vn > params.restitution_threshold {
+                e = restitution;
+            }
+            let dvn = -(1.0 + e) * vn;
+            let vt = v - vn * n;
+            let speed_t = sqrt(dot3(vt, vt));
+            var slowed = vt;
+            if speed_t > 0.0 {
+                slowed = vt * ((speed_t - min(friction * dvn, speed_t)) / speed_t);
+            }
+            v = slowed - e * vn * n;
         }
-        let friction = sqrt(params.particle_friction * c.friction);
-        let restitution = max(params.particle_restitution, c.restitution);
-        var e = 0.0;
-        if -vn > params.restitution_threshold {
-            e = restitution;
+        radius = particle.radius * (1.0 - PARTICLE_SKIN);
+    }
+    if radius < particle.radius {
+        let near = particle_nearest(x, particle.radius);
+        if near.gap < 0.0 {
+            x -= near.gap * particle_collider_distance(colliders[near.index], x).xyz;
         }
-        let dvn = -(1.0 + e) * vn;
-        let vt = v - vn * n;
-        let speed_t = sqrt(dot3(vt, vt));
-        var slowed = vt;
-        if speed_t > 0.0 {
-            slowed = vt * ((speed_t - min(friction * dvn, speed_t)) / speed_t);
-        }
-        v = slowed - e * vn * n;
     }
     particles[i].position = x;
     particles[i].velocity = v;

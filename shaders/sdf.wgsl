@@ -1,7 +1,7 @@
 // Signed distance fields: a compiled program (SDF_NODE_VEC4S vec4s per node in `geometry`:
 // rotation, translation with the kind in w, parameters, grid sample offset; then grid samples)
 // evaluated on a small stack. Twin of
-// `primitive_distance` and `evaluate_program` in src/sdf.rs, operation for operation.
+// `primitive_distance` and `evaluate_program` in src/sdf/mod.rs, operation for operation.
 
 fn sdf_sign(x: f32) -> f32 {
     return select(1.0, -1.0, x < 0.0);
@@ -164,7 +164,16 @@ fn sdf_grid(base: u32, a: vec4<f32>, p: vec3<f32>) -> vec4<f32> {
     let outside = p - clamped;
     let lo = sqrt(dot3(outside, outside));
     if lo > 0.0 {
-        return vec4<f32>(outside * (1.0 / lo), d + lo);
+        if d < 0.0 {
+            return vec4<f32>(outside * (1.0 / lo), d + lo);
+        }
+        let along = vec3<f32>(
+            select(0.0, grad.x, outside.x == 0.0),
+            select(0.0, grad.y, outside.y == 0.0),
+            select(0.0, grad.z, outside.z == 0.0),
+        );
+        let n = outside + d * along;
+        return vec4<f32>(n * (1.0 / sqrt(dot3(n, n))), sqrt(d * d + lo * lo));
     }
     let lg = sqrt(dot3(grad, grad));
     if lg > 0.0 {

@@ -80,6 +80,18 @@ impl Posed<'_> {
         [self.topology[w], self.topology[w + 1], self.topology[w + 2], self.topology[w + 3]]
     }
 
+    /// The world bounds of the core's points (not swept by the radius): (min, max). Twin of
+    /// `core_bounds`.
+    pub(crate) fn core_bounds(&self) -> (Vec3, Vec3) {
+        let (mut lo, mut hi) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN));
+        for k in 0..self.shape.point_count {
+            let x = self.point(k);
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+        (lo, hi)
+    }
+
     /// The smallest `d · x` over the core's points (its support in direction `-d`), world.
     fn min_along(&self, d: Vec3) -> f32 {
         let local = rotate_inv(self.orientation, d);

@@ -470,6 +470,28 @@ pub struct StepParams {
     pub particle_cell_start: u32,
     /// GPU work arena: each particle's neighbour count.
     pub particle_counts: u32,
+    /// 1 when particles and bodies meet (particle collisions on, and both present), else 0.
+    pub particle_body_contacts: u32,
+    /// Largest particle radius plus the particle margin: how far beyond a body's bounds a
+    /// particle centre can be and still touch it, m.
+    pub particle_reach: f32,
+    /// Index in `geometry` of a zero point: the core of a particle posed as a sphere.
+    pub origin_point: u32,
+    /// GPU work arena: each body's particle-contact count, then (scanned) their starts; one
+    /// more word holds the total.
+    pub particle_body_starts: u32,
+    /// GPU work arena: the particles touching each body, grouped by body.
+    pub particle_body_list: u32,
+    /// Entries the body list holds, [`crate::particles::PARTICLE_BODY_SLOTS`] per particle.
+    pub particle_body_capacity: u32,
+    /// GPU work arena: each particle's body-contact count (atomic while filled).
+    pub particle_slot_counts: u32,
+    /// GPU work arena: each particle's body slots, the body index of each.
+    pub particle_slot_bodies: u32,
+    /// GPU work arena: one word counting the particle-body contacts dropped this step.
+    pub particle_body_dropped: u32,
+    /// Particle scratch (vec4): per body slot its normal, lever and impulse.
+    pub particle_slot_data: u32,
 }
 
 impl StepParams {
@@ -507,7 +529,11 @@ impl StepParams {
             particle_count: world.particles.len() as u32,
             particle_friction: d.particles.material.friction,
             particle_restitution: d.particles.material.restitution,
-            particle_collisions: u32::from(d.particles.collisions && world.particles.len() > 1),
+            // The grid also finds the particles touching a body, so one particle meets bodies.
+            particle_collisions: u32::from(
+                d.particles.collisions
+                    && (world.particles.len() > 1 || (!world.particles.is_empty() && !world.bodies.is_empty())),
+            ),
             particle_iterations: d.particles.iterations,
             particle_inv_cell: 1.0 / particle_cell,
             particle_margin,
@@ -516,6 +542,22 @@ impl StepParams {
             particle_sorted: 0,
             particle_cell_start: 0,
             particle_counts: 0,
+            particle_body_contacts: u32::from(
+                d.particles.collisions && !world.particles.is_empty() && !world.bodies.is_empty(),
+            ),
+            particle_reach: r_max + particle_margin,
+            origin_point: 0,
+            particle_body_starts: 0,
+            particle_body_list: 0,
+            particle_body_capacity: if d.particles.collisions && !world.bodies.is_empty() {
+                (world.particles.len() as u32).saturating_mul(crate::particles::PARTICLE_BODY_SLOTS)
+            } else {
+                0
+            },
+            particle_slot_counts: 0,
+            particle_slot_bodies: 0,
+            particle_body_dropped: 0,
+            particle_slot_data: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,
@@ -646,9 +688,12 @@ impl Packed {
             });
             tables.geometry.extend_from_slice(&sdf.program.data);
         }
+        // A zero point: the core of a particle posed as a sphere for the narrow phase.
+        let origin_point = tables.geometry.len() as u32;
+        tables.geometry.push(Vec4::ZERO);
         let ShapeTables { shapes, geometry, topology, .. } = tables;
         Self {
-            params: StepParams::new(world, slot_count),
+            params: StepParams { origin_point, ..StepParams::new(world, slot_count) },
             bodies,
             props,
             shapes,

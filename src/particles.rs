@@ -12,21 +12,46 @@
 //! 42 cm, and both ends of its path lie in free space on either side of a 1 cm wall. Sphere
 //! tracing never steps further than the distance to the nearest surface, which the field
 //! bounds from below, so it cannot skip one; the fraction of seed 003 is where the march
-//! arrives within [`PARTICLE_SURFACE_EPS`].
+//! arrives within [`PARTICLE_SURFACE_EPS`]. After a contact the sweep goes on for the rest of
+//! the substep (up to [`PARTICLE_MAX_IMPACTS`] contacts) with the radius shrunk by
+//! [`PARTICLE_SKIN`], so a particle sliding along one surface still meets a second one.
 //!
 //! Particles meet each other through a hashed grid over radix-sorted cell keys (cells of twice
 //! the largest radius plus a margin of half of it), then mass-splitting Jacobi (Tonge et al.
 //! 2012), gathered so that no atomics or scatters are needed: each substep first pushes
 //! overlapping particles apart in position (with the matching velocity change, as in
 //! position-based dynamics), then removes approach velocities over the particle pairs and the
-//! colliders together with Coulomb friction. Momentum is conserved bit for bit. Not yet:
-//! friction on the position corrections (a collapsing column spreads almost flat, with no
-//! angle of repose), restitution between particles, and particle-body contacts.
+//! colliders together with Coulomb friction. The two sides of a pair compute its impulse bit
+//! for bit alike, so momentum is conserved up to the rounding of each particle's sum.
+//!
+//! Particles and rigid bodies meet both ways, between the bodies' velocity solve and their
+//! motion, so both are at the same instant and a particle's push moves the body in the same
+//! substep. Each body finds the particles within the margin of its shape through the particle
+//! grid (the cells its bounds cover, or every particle when they cover more cells than there
+//! are particles), with the bodies' own narrow phase (the particle posed as a sphere), and
+//! takes one of each particle's [`PARTICLE_BODY_SLOTS`] slots; a particle touching more bodies
+//! drops the rest and counts them in [`StepStats::particle_body_dropped`](crate::StepStats).
+//! Each velocity iteration every body then runs Gauss-Seidel over its particle contacts in a
+//! fixed order, with the particle's mass share and its own whole mass, applying each impulse to
+//! itself at once and leaving it in the particle's slot, which the particle adds to its Jacobi
+//! change: momentum is exchanged exactly, and a body with hundreds of particle contacts
+//! converges as a body on the ground does. A particle held by a static collider against the
+//! body's push passes the push on to it (shock propagation: it counts as immovable in that
+//! contact). Overlaps with bodies are removed by a velocity bias at the body-body contacts'
+//! rate. Not yet: continuous detection of particles against bodies (a particle faster than the
+//! margin per substep, relative to a body, can pass through a thin one), shock propagation
+//! through more than one layer of particles (a heavy body on a deep bed is held by the Jacobi
+//! iterations alone and settles into it), friction on the particles' position corrections (a
+//! collapsing column spreads almost flat, with no angle of repose), and restitution between
+//! particles or between particles and bodies.
 //!
 //! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
-//! 320 MB; the particle grid adds 4 words per particle and one per hash bucket (a power of two
-//! at least the particle count) in its work arena and 32 bytes per particle of scratch: about
-//! 88 bytes per particle in all, 880 MB for 10 million. One buffer must fit the device's
+//! 320 MB; the particle grid adds 5 words per particle, one per hash bucket (a power of two
+//! at least the particle count) and the radix sort's histogram in its work arena, and 32 bytes
+//! per particle of scratch: about 92 bytes per particle in all, 920 MB for 10 million. A world
+//! with bodies adds, per particle, [`PARTICLE_BODY_SLOTS`] slots of 52 bytes (body index,
+//! normal, lever, impulse), a slot counter and as many body-list entries: 228 bytes, 2.3 GB
+//! for 10 million (3.2 GB in all), and one word per body. One buffer must fit the device's
 //! `max_storage_buffer_binding_size` (the device gets the adapter's full limits); past it
 //! [`GpuSolver::new`](crate::GpuSolver::new) returns [`Error::BufferTooLarge`](crate::Error::BufferTooLarge).
 
@@ -42,9 +67,19 @@ pub const PARTICLE_MARCH_STEPS: u32 = 48;
 /// `cell_start` of a particle-grid hash bucket that no particle falls in.
 pub const EMPTY_CELL: u32 = u32::MAX;
 
-/// Impacts per particle per substep; after the last one the particle stays at that contact for
+/// Contacts per particle per substep; after the last one the particle stays at that contact for
 /// the rest of the substep.
 pub const PARTICLE_MAX_IMPACTS: u32 = 4;
+/// After a contact the rest of a substep is swept with the particle's radius less this fraction
+/// of it: the surface just touched is then that skin away, so a particle sliding along it moves
+/// on in steps of the skin, while a second surface (a wall met in a corner, another part of the
+/// same field) still stops it, at most the skin deep, and pushes it back out.
+pub const PARTICLE_SKIN: f32 = 0.1;
+
+/// Bodies one particle can touch at once. A body finds the particles touching it through the
+/// particle grid and takes one of each particle's slots; a particle touching more bodies than
+/// this drops the rest, counted in [`StepStats::particle_body_dropped`](crate::StepStats).
+pub const PARTICLE_BODY_SLOTS: u32 = 4;
 
 /// A particle to add to a [`World`](crate::World).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -502,7 +502,7 @@ pub fn bowl_mesh(radius: f32, thickness: f32, segments: u32, rings: u32) -> (Vec
 
 /// `count` particles of radius 1 cm (water density) poured into a hemispherical SDF bowl (0.1 m
 /// wall, rim at y = 0) sized to hold them twice over: a jittered lattice of spacing 2.5 cm above
-/// the bowl, falling in. Particles do not meet each other yet, only the bowl.
+/// the bowl, falling in, meeting the bowl and each other.
 pub fn particle_bowl(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
     let mut world = World::new(desc)?;
     let r = 0.01_f32;
@@ -522,5 +522,29 @@ pub fn particle_bowl(desc: WorldDesc, count: usize, seed: u32) -> Result<World> 
         );
         crate::Particle::new(x + jitter, r)
     }))?;
+    Ok(world)
+}
+
+/// [`particle_bowl`] with `bodies` wooden boxes (density 400 kg/m³, half-size 2 to 4 cm,
+/// random orientations) dropped on top of the falling particles, which they meet both ways.
+pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, seed: u32) -> Result<World> {
+    let mut world = particle_bowl(desc, count, seed)?;
+    let top = world.particles().iter().map(|p| p.position.y).fold(0.0_f32, f32::max);
+    let spread = world.particles().iter().map(|p| p.position.x.abs()).fold(0.1_f32, f32::max);
+    let mut rng = Lcg(seed.wrapping_add(7));
+    // Layers of a 10 cm lattice over the particles.
+    let cols = ((2.0 * spread / 0.1) as usize).max(1);
+    for k in 0..bodies {
+        let half = Vec3::new(rng.range(0.02, 0.04), rng.range(0.02, 0.04), rng.range(0.02, 0.04));
+        let (layer, cell) = (k / (cols * cols), k % (cols * cols));
+        let x = Vec3::new(
+            -spread + 0.05 + 0.1 * (cell % cols) as f32,
+            top + 0.1 + 0.1 * layer as f32,
+            -spread + 0.05 + 0.1 * (cell / cols) as f32,
+        );
+        world.add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(half)).density(400.0).position(x).orientation(rng.rotation()),
+        )?;
+    }
     Ok(world)
 }

@@ -28,6 +28,9 @@ pub struct StepStats {
     /// Pairs or manifolds that did not fit the GPU's buffers in the last step read back; the
     /// buffers grow for the next step. Always 0 on the CPU.
     pub dropped: u32,
+    /// Particle-body contacts dropped in the last step because a particle touched more than
+    /// [`PARTICLE_BODY_SLOTS`](crate::particles::PARTICLE_BODY_SLOTS) bodies at once.
+    pub particle_body_dropped: u32,
 }
 
 /// A contact solver stepping a [`World`](crate::World): the GPU solver and the CPU reference

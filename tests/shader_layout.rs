@@ -223,6 +223,16 @@ fn step_params_uniform_matches_wgsl() {
         particle_sorted: 38,
         particle_cell_start: 39,
         particle_counts: 40,
+        particle_body_contacts: 41,
+        particle_reach: 42.0,
+        origin_point: 43,
+        particle_body_starts: 44,
+        particle_body_list: 45,
+        particle_body_capacity: 46,
+        particle_slot_counts: 47,
+        particle_slot_bodies: 48,
+        particle_body_dropped: 49,
+        particle_slot_data: 50,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -266,6 +276,16 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_sorted", 38.0),
         ("particle_cell_start", 39.0),
         ("particle_counts", 40.0),
+        ("particle_body_contacts", 41.0),
+        ("particle_reach", 42.0),
+        ("origin_point", 43.0),
+        ("particle_body_starts", 44.0),
+        ("particle_body_list", 45.0),
+        ("particle_body_capacity", 46.0),
+        ("particle_slot_counts", 47.0),
+        ("particle_slot_bodies", 48.0),
+        ("particle_body_dropped", 49.0),
+        ("particle_slot_data", 50.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -292,6 +312,15 @@ fn step_params_uniform_matches_wgsl() {
             "particle_sorted",
             "particle_cell_start",
             "particle_counts",
+            "particle_body_contacts",
+            "origin_point",
+            "particle_body_starts",
+            "particle_body_list",
+            "particle_body_capacity",
+            "particle_slot_counts",
+            "particle_slot_bodies",
+            "particle_body_dropped",
+            "particle_slot_data",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

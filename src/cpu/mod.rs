@@ -205,17 +205,26 @@ impl Solver for CpuSolver {
                 self.manifold_passes(Pass::Solve(true), p.iterations);
             }
             laps.lap(&mut t.solve);
-            stages::integrate_positions(&mut self.buffers());
-            laps.lap(&mut t.integrate);
+            // Particles meet the bodies between the bodies' velocity solve and their motion.
             if p.particle_collisions != 0 {
+                let mut tables = particle_contacts::BodyTables {
+                    bodies: &mut self.bodies,
+                    props: &self.props,
+                    shapes: &self.shapes,
+                    topology: &self.topology,
+                };
                 particle_contacts::particle_contacts(
                     &self.params,
                     &self.geometry,
                     &self.colliders,
+                    &mut tables,
                     &mut self.particles,
                     &mut self.particle_grid,
                 );
             }
+            laps.lap(&mut t.particles);
+            stages::integrate_positions(&mut self.buffers());
+            laps.lap(&mut t.integrate);
             particles::advance_particles(&self.params, &self.geometry, &self.colliders, &mut self.particles);
             laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {
@@ -286,6 +295,7 @@ impl Solver for CpuSolver {
         let (colors, overflow) = self.color_buckets();
         stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
         stats.overflow = overflow.len() as u32;
+        stats.particle_body_dropped = self.particle_grid.dropped;
         Ok(stats)
     }
 

@@ -3,7 +3,7 @@
 use glam::{Vec3, Vec4};
 
 use crate::layout::{GpuCollider, GpuParticle, StepParams};
-use crate::particles::{PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SURFACE_EPS};
+use crate::particles::{PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SKIN, PARTICLE_SURFACE_EPS};
 use crate::sdf::evaluate_program;
 
 /// Distance from `x` to collider `c`'s surface and the unit normal there.
@@ -31,11 +31,15 @@ fn nearest(geometry: &[Vec4], colliders: &[GpuCollider], x: Vec3, radius: f32) -
 }
 
 /// One substep of every particle (see [`crate::particles`]): gravity (when the particle contacts
-/// did not apply it already), then the straight path
-/// swept against the colliders by sphere tracing; at each impact (at most
-/// [`PARTICLE_MAX_IMPACTS`]) the normal velocity is reversed with restitution above the
-/// threshold speed (else removed), friction takes `min(μ Δv_n, |v_t|)` off the tangential
-/// velocity, and the particle moves on for the rest of the substep.
+/// did not apply it already), then the straight path swept against the colliders by sphere
+/// tracing. At each contact (at most [`PARTICLE_MAX_IMPACTS`]) an approaching particle has its
+/// normal velocity reversed with restitution above the threshold speed (else removed) and
+/// friction takes `min(μ Δv_n, |v_t|)` off its tangential velocity; then the sweep goes on for
+/// the rest of the substep with the radius less [`PARTICLE_SKIN`] of it, so that a particle
+/// sliding along the surface it touches makes progress while a second surface (a wall met in a
+/// corner, another part of the same field) still stops it. A contact met within that skin is
+/// resolved the same way, and the particle is put back out of the surface, as it is at the end
+/// of the substep.
 pub(crate) fn advance_particles(
     p: &StepParams,
     geometry: &[Vec4],
@@ -44,7 +48,7 @@ pub(crate) fn advance_particles(
 ) {
     let colliders = &colliders[..p.collider_count as usize];
     for particle in particles.iter_mut() {
-        let radius = particle.radius;
+        let mut radius = particle.radius;
         let mut x = particle.position;
         // Gravity, unless the particle contacts applied it before solving.
         let mut v = if p.particle_collisions != 0 { particle.velocity } else { particle.velocity + p.h * p.gravity };
@@ -79,24 +83,33 @@ pub(crate) fn advance_particles(
             remaining -= t;
             let c = &colliders[which as usize];
             let (_, n) = collider_distance(geometry, c, x);
-            if gap < 0.0 {
-                // Started inside: back to the surface along the normal.
-                x -= gap * n;
+            // Inside the full sphere (started inside, or met within the skin): back to the
+            // surface along the normal.
+            let depth = gap - (particle.radius - radius);
+            if depth < 0.0 {
+                x -= depth * n;
             }
             let vn = v.dot(n);
-            if vn >= 0.0 {
-                // Touching but leaving or sliding: no impulse, on for the rest of the substep.
-                x += remaining * v;
-                break;
+            if vn < 0.0 {
+                let friction = (p.particle_friction * c.friction).sqrt();
+                let restitution = p.particle_restitution.max(c.restitution);
+                let e = if -vn > p.restitution_threshold { restitution } else { 0.0 };
+                let dvn = -(1.0 + e) * vn;
+                let vt = v - vn * n;
+                let speed_t = vt.dot(vt).sqrt();
+                let slowed =
+                    if speed_t > 0.0 { vt * ((speed_t - (friction * dvn).min(speed_t)) / speed_t) } else { vt };
+                v = slowed - e * vn * n;
             }
-            let friction = (p.particle_friction * c.friction).sqrt();
-            let restitution = p.particle_restitution.max(c.restitution);
-            let e = if -vn > p.restitution_threshold { restitution } else { 0.0 };
-            let dvn = -(1.0 + e) * vn;
-            let vt = v - vn * n;
-            let speed_t = vt.dot(vt).sqrt();
-            let slowed = if speed_t > 0.0 { vt * ((speed_t - (friction * dvn).min(speed_t)) / speed_t) } else { vt };
-            v = slowed - e * vn * n;
+            // Sweep the rest with a smaller sphere: the surface just touched is a skin away.
+            radius = particle.radius * (1.0 - PARTICLE_SKIN);
+        }
+        if radius < particle.radius {
+            // The shrunken sweep may end within the skin of a surface: back out of it.
+            let (gap, which) = nearest(geometry, colliders, x, particle.radius);
+            if gap < 0.0 {
+                x -= gap * collider_distance(geometry, &colliders[which as usize], x).1;
+            }
         }
         particle.position = x;
         particle.velocity = v;

@@ -7,6 +7,15 @@ use super::kernels::{self, Radix, RadixParams, Scan, ScanParams, Slot};
 use super::shaders::{RADIX_ALL, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
 use crate::error::Result;
 use crate::layout::{GpuParticle, StepParams};
+use crate::particles::PARTICLE_BODY_SLOTS;
+
+/// The body buffers the particle stages read (and, for velocities, write).
+pub(crate) struct BodyBuffers<'a> {
+    pub bodies: &'a wgpu::Buffer,
+    pub props: &'a wgpu::Buffer,
+    pub shapes: &'a wgpu::Buffer,
+    pub topology: &'a wgpu::Buffer,
+}
 
 /// Everything the particle stages need.
 pub(crate) struct GpuParticles {
@@ -25,11 +34,27 @@ pub(crate) struct GpuParticles {
     collide: wgpu::ComputePipeline,
     apply_velocity: wgpu::ComputePipeline,
     advance: wgpu::ComputePipeline,
+    /// The stages in which bodies find their particles, when particles meet bodies.
+    bodies: Option<BodyStages>,
+    /// The work arena (read for the dropped-contact count).
+    work: wgpu::Buffer,
     grid: (u32, u32),
     hash_grid: (u32, u32),
     pub count: u32,
     collisions: bool,
     iterations: u32,
+}
+
+/// The particle-body stages: `body_particle_count`, the scan of the counts, `body_particle_fill`
+/// (shaders/particle_bodies.wgsl), and per velocity iteration `body_particle_solve`.
+struct BodyStages {
+    bind_group: wgpu::BindGroup,
+    count: wgpu::ComputePipeline,
+    fill: wgpu::ComputePipeline,
+    solve: wgpu::ComputePipeline,
+    grid: (u32, u32),
+    bodies: u32,
+    readback: wgpu::Buffer,
 }
 
 /// Where the particle grid's regions sit in its work arena, and the radix plan over them.
@@ -38,13 +63,17 @@ pub(crate) struct ParticleArena {
     histogram: u32,
     scan_sums: u32,
     plan: Vec<RadixParams>,
+    /// Block sums of the scan of the bodies' particle counts.
+    body_scan_sums: u32,
+    /// Vec4s of particle scratch: two per particle, then three per body slot.
+    scratch_vec4s: u64,
 }
 
 impl ParticleArena {
     /// Lays out the arena for `n` particles and writes its offsets into `params` (before the
     /// caller uploads them): items and their sort scratch, the radix histogram and scan sums,
     /// the bucket starts, the neighbour counts.
-    pub fn new(params: &mut StepParams, n: u32) -> Self {
+    pub fn new(params: &mut StepParams, n: u32, bodies: u32) -> Self {
         let buckets = params.particle_hash_mask + 1;
         let mut at = 0u32;
         let mut region = |words: u32| {
@@ -62,7 +91,17 @@ impl ParticleArena {
             Radix::plan(items, items_scratch, RADIX_ALL, n, histogram, &[(0, buckets.trailing_zeros().max(1))]);
         params.particle_items = items;
         params.particle_sorted = sorted;
-        Self { words: at, histogram, scan_sums, plan }
+        // Particle-body contacts: only when both are present.
+        let with_bodies = params.particle_body_contacts != 0;
+        let slots = if with_bodies { n * PARTICLE_BODY_SLOTS } else { 0 };
+        params.particle_body_starts = region(if with_bodies { bodies + 1 } else { 0 });
+        params.particle_body_list = region(params.particle_body_capacity);
+        params.particle_slot_counts = region(if with_bodies { n } else { 0 });
+        params.particle_slot_bodies = region(slots);
+        params.particle_body_dropped = region(1);
+        let body_scan_sums = region(if with_bodies { Scan::sums_needed(bodies) } else { 0 });
+        params.particle_slot_data = 2 * n;
+        Self { words: at, histogram, scan_sums, plan, body_scan_sums, scratch_vec4s: 2 * n as u64 + 3 * slots as u64 }
     }
 }
 
@@ -79,6 +118,7 @@ impl GpuParticles {
         params_buffer: &wgpu::Buffer,
         geometry: &wgpu::Buffer,
         colliders: &wgpu::Buffer,
+        body_buffers: &BodyBuffers,
     ) -> Result<Self> {
         let n = particles.len() as u32;
         let buckets = params.particle_hash_mask + 1;
@@ -94,8 +134,8 @@ impl GpuParticles {
         let storage = wgpu::BufferUsages::STORAGE;
         let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let buffer = make("particles", bytemuck::cast_slice(particles), storage | copy)?;
-        let work = make("particle_work", &vec![0u8; 4 * at.max(1) as usize], storage)?;
-        let scratch = make("particle_scratch", &vec![0u8; 32 * n.max(1) as usize], storage)?;
+        let work = make("particle_work", &vec![0u8; 4 * at.max(1) as usize], storage | wgpu::BufferUsages::COPY_SRC)?;
+        let scratch = make("particle_scratch", &vec![0u8; 16 * arena.scratch_vec4s.max(1) as usize], storage)?;
 
         let slotted = |label: &'static str, slots: Vec<Vec<u8>>| {
             let mut bytes = vec![0u8; slots.len().max(1) * UNIFORM_SLOT as usize];
@@ -122,6 +162,13 @@ impl GpuParticles {
                     _pad: 0,
                 })
                 .to_vec(),
+                bytemuck::bytes_of(&ScanParams {
+                    offset: params.particle_body_starts,
+                    len: params.body_count,
+                    sums: arena.body_scan_sums,
+                    _pad: 0,
+                })
+                .to_vec(),
             ],
         );
         let radix = Radix::new(device, modules);
@@ -130,16 +177,52 @@ impl GpuParticles {
         let scan_group = kernels::bind(device, "particle_scan", &scan.layout, &scan.slots, &[&scan_params, &work]);
 
         let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
-        let slots = [Slot::Uniform, ro, ro, rw, rw, rw];
+        let slots = [Slot::Uniform, ro, ro, rw, rw, rw, rw, ro];
         let layout = kernels::layout(device, "particle_bindings", &slots);
         let bind_group = kernels::bind(
             device,
             "particle_bindings",
             &layout,
             &slots,
-            &[params_buffer, geometry, colliders, &buffer, &work, &scratch],
+            &[params_buffer, geometry, colliders, &buffer, &work, &scratch, body_buffers.bodies, body_buffers.props],
         );
         let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "particles", entry);
+        let bodies = (params.particle_body_contacts != 0).then(|| {
+            let slots = [Slot::Uniform, ro, ro, rw, rw, ro, ro, ro, ro];
+            let body_layout = kernels::layout(device, "particle_body_bindings", &slots);
+            let bind_group = kernels::bind(
+                device,
+                "particle_body_bindings",
+                &body_layout,
+                &slots,
+                &[
+                    params_buffer,
+                    geometry,
+                    &buffer,
+                    &work,
+                    &scratch,
+                    body_buffers.bodies,
+                    body_buffers.props,
+                    body_buffers.shapes,
+                    body_buffers.topology,
+                ],
+            );
+            let find = |entry: &str| kernels::pipeline(device, modules, &[&body_layout], "particle_bodies", entry);
+            BodyStages {
+                bind_group,
+                count: find("body_particle_count"),
+                fill: find("body_particle_fill"),
+                solve: pipeline("body_particle_solve"),
+                grid: dispatch_grid(params.body_count, WORKGROUP_SIZE),
+                bodies: params.body_count,
+                readback: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("particle_body_dropped_readback"),
+                    size: 4,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            }
+        });
         Ok(Self {
             buffer,
             bind_group,
@@ -156,6 +239,8 @@ impl GpuParticles {
             collide: pipeline("particle_collide"),
             apply_velocity: pipeline("particle_apply_velocity"),
             advance: pipeline("advance_particles"),
+            bodies,
+            work,
             grid: dispatch_grid(n, WORKGROUP_SIZE),
             hash_grid: dispatch_grid(n.max(buckets), WORKGROUP_SIZE),
             count: n,
@@ -166,11 +251,17 @@ impl GpuParticles {
 
     /// Dispatches one substep records.
     pub fn dispatches_per_substep(&self) -> u32 {
-        if self.collisions { 1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 } else { 1 }
+        let bodies = if self.bodies.is_some() { 2 + Scan::DISPATCHES + self.iterations } else { 0 };
+        if self.collisions {
+            1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies
+        } else {
+            1
+        }
     }
 
-    /// Records one substep of the particles: their contacts (when on), then `advance_particles`.
-    pub fn record_substep(&self, pass: &mut wgpu::ComputePass) {
+    /// Records the contacts of one substep (when on): the grid, the particle-body contacts, the
+    /// Jacobi iterations. They run after the bodies' velocity solve, before their positions.
+    pub fn record_contacts(&self, pass: &mut wgpu::ComputePass) {
         let run = |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)| {
             pass.push_debug_group(stage);
             pass.set_bind_group(0, &self.bind_group, &[]);
@@ -191,6 +282,18 @@ impl GpuParticles {
                 0,
             );
             run(pass, "particle_cell_start", &self.cell_start, self.grid);
+            if let Some(b) = &self.bodies {
+                let find = |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline| {
+                    pass.push_debug_group(stage);
+                    pass.set_bind_group(0, &b.bind_group, &[]);
+                    pass.set_pipeline(pipeline);
+                    pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
+                    pass.pop_debug_group();
+                };
+                find(pass, "body_particle_count", &b.count);
+                self.scan.record(pass, &self.scan_group, 1, b.bodies);
+                find(pass, "body_particle_fill", &b.fill);
+            }
             run(pass, "particle_count", &self.count_neighbours, self.grid);
             for _ in 0..self.iterations {
                 run(pass, "particle_separate", &self.separate, self.grid);
@@ -198,9 +301,34 @@ impl GpuParticles {
             }
             for _ in 0..self.iterations {
                 run(pass, "particle_collide", &self.collide, self.grid);
+                if let Some(b) = &self.bodies {
+                    run(pass, "body_particle_solve", &b.solve, b.grid);
+                }
                 run(pass, "particle_apply_velocity", &self.apply_velocity, self.grid);
             }
         }
-        run(pass, "advance_particles", &self.advance, self.grid);
+    }
+
+    /// Records `advance_particles`: the particles' motion over one substep.
+    pub fn record_advance(&self, pass: &mut wgpu::ComputePass) {
+        pass.push_debug_group("advance_particles");
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.set_pipeline(&self.advance);
+        pass.dispatch_workgroups(self.grid.0, self.grid.1, 1);
+        pass.pop_debug_group();
+    }
+}
+
+impl GpuParticles {
+    /// Records the copy of the dropped particle-body contact count into its readback buffer;
+    /// `None` when particles do not meet bodies.
+    pub fn record_dropped_copy(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        params: &StepParams,
+    ) -> Option<&wgpu::Buffer> {
+        let b = self.bodies.as_ref()?;
+        encoder.copy_buffer_to_buffer(&self.work, 4 * params.particle_body_dropped as u64, &b.readback, 0, 4);
+        Some(&b.readback)
     }
 }

@@ -9,7 +9,9 @@ use crate::layout::{
     KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
-use crate::particles::{EMPTY_CELL, PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SURFACE_EPS};
+use crate::particles::{
+    EMPTY_CELL, PARTICLE_BODY_SLOTS, PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SKIN, PARTICLE_SURFACE_EPS,
+};
 use crate::sdf::{
     SDF_CAPSULE, SDF_CUBOID, SDF_CYLINDER, SDF_GRID, SDF_HALF_SPACE, SDF_INTERSECTION, SDF_INVERT, SDF_NODE_VEC4S,
     SDF_SPHERE, SDF_STACK_DEPTH, SDF_SUBTRACTION, SDF_TORUS, SDF_UNION,
@@ -50,6 +52,8 @@ pub const BIND_BODIES: &str = include_str!("../../shaders/bind_bodies.wgsl");
 pub const BIND_PAIRS: &str = include_str!("../../shaders/bind_pairs.wgsl");
 /// Bindings of the particle stages.
 pub const BIND_PARTICLES: &str = include_str!("../../shaders/bind_particles.wgsl");
+/// Bindings of the stages in which bodies find their particles.
+pub const BIND_PARTICLE_BODIES: &str = include_str!("../../shaders/bind_particle_bodies.wgsl");
 /// Bindings of the manifold stages.
 pub const BIND_MANIFOLDS: &str = include_str!("../../shaders/bind_manifolds.wgsl");
 /// Bindings of the manifold solve stages.
@@ -74,6 +78,11 @@ pub const STAGES: &[(&str, &str, &str)] = &[
             include_str!("../../shaders/particles.wgsl"),
             include_str!("../../shaders/particle_contacts.wgsl")
         ),
+    ),
+    (
+        "particle_bodies",
+        BIND_PARTICLE_BODIES,
+        concat!(include_str!("../../shaders/collide.wgsl"), include_str!("../../shaders/particle_bodies.wgsl")),
     ),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
@@ -131,6 +140,8 @@ pub fn header() -> String {
          const PARTICLE_SURFACE_EPS: f32 = {PARTICLE_SURFACE_EPS:?};\n\
          const PARTICLE_MARCH_STEPS: u32 = {PARTICLE_MARCH_STEPS}u;\n\
          const PARTICLE_MAX_IMPACTS: u32 = {PARTICLE_MAX_IMPACTS}u;\n\
+         const PARTICLE_SKIN: f32 = {PARTICLE_SKIN:?};\n\
+         const PARTICLE_BODY_SLOTS: u32 = {PARTICLE_BODY_SLOTS}u;\n\
          const EMPTY_CELL: u32 = {EMPTY_CELL}u;\n\n",
         GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
     )

@@ -8,7 +8,7 @@ use wgpu::util::DeviceExt;
 
 use super::contacts::{GpuContacts, Pass as ContactPass, Shared};
 use super::kernels::{self, Slot};
-use super::particles::{GpuParticles, ParticleArena};
+use super::particles::{BodyBuffers, GpuParticles, ParticleArena};
 use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
 use super::{AdapterSummary, GpuContext};
 use crate::body::{BodyHandle, BodyState};
@@ -107,7 +107,7 @@ impl GpuSolver {
 
         // The particle grid's arena offsets go into the parameters before they are uploaded.
         let particle_arena = (!packed.particles.is_empty())
-            .then(|| ParticleArena::new(&mut packed.params, packed.particles.len() as u32));
+            .then(|| ParticleArena::new(&mut packed.params, packed.particles.len() as u32, packed.bodies.len() as u32));
         let mut uniform = encase::UniformBuffer::new(Vec::new());
         uniform.write(&packed.params).expect("StepParams fits a uniform buffer");
         let params_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -158,6 +158,7 @@ impl GpuSolver {
                 &params_buffer,
                 &geometry,
                 &colliders,
+                &BodyBuffers { bodies: &bodies, props: &props, shapes: &shapes, topology: &topology },
             )?),
             None => None,
         };
@@ -360,9 +361,13 @@ impl GpuSolver {
                 }
                 bodies(pass);
             }
+            if let Some(particles) = &self.particles {
+                particles.record_contacts(pass);
+                bodies(pass);
+            }
             self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
             if let Some(particles) = &self.particles {
-                particles.record_substep(pass);
+                particles.record_advance(pass);
                 bodies(pass);
             }
             if self.params.relax_iterations > 0 {
@@ -478,9 +483,13 @@ impl Solver for GpuSolver {
             self.dispatch(&mut pass, "stats_final", &self.pipelines.stats_final, (1, 1));
         }
         encoder.copy_buffer_to_buffer(&self.stats, 0, &self.stats_readback, 0, size_of::<GpuStats>() as u64);
+        let dropped = self.particles.as_ref().and_then(|p| p.record_dropped_copy(&mut encoder, &self.params)).cloned();
         self.queue.submit([encoder.finish()]);
         let total: Vec<GpuStats> = self.read(&self.stats_readback)?;
         let mut stats = crate::solver::stats_from(&self.params, self.steps, total[0]);
+        if let Some(readback) = dropped {
+            stats.particle_body_dropped = self.read::<u32>(&readback)?[0];
+        }
         if self.contacts_stages.is_some() {
             let (colors, overflow) = self.color_buckets()?;
             stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;

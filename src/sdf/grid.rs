@@ -21,7 +21,8 @@ pub const GRID_PADDING_CELLS: u32 = 3;
 /// trilinearly, baked from a closed triangle mesh. Distances are exact (to f32) at the samples,
 /// negative inside the mesh; between samples the interpolation of a 1-Lipschitz function stays
 /// within a fraction of a cell of the truth (measured in the tests: under half a cell). Outside
-/// the grid the distance to the grid's box is added, with the box's outward direction as normal.
+/// the grid the distance is a lower bound (never more than the truth, at least 1/√2 of it),
+/// from the distance at the nearest point of the grid and the distance to the grid's box.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GridSdf {
     origin: Vec3,
@@ -245,7 +246,8 @@ fn point_triangle_distance_squared(p: Vec3, a: Vec3, b: Vec3, c: Vec3) -> f32 {
 
 /// Trilinear distance and unit gradient at `p` (relative to sample `(0, 0, 0)`) of a grid of
 /// `dims` samples `h` apart, reading sample `i` (x fastest) through `fetch`. Outside the grid
-/// the point is clamped to it and the distance to the grid's box added. Twin of `sdf_grid` in
+/// the point is clamped to it, and the distance `d` there and the distance `lo` to the box
+/// combined as `sqrt(d² + lo²)`, a lower bound of the distance to the surface. Twin of `sdf_grid` in
 /// shaders/sdf.wgsl, operation for operation.
 pub(crate) fn grid_sample(dims: UVec3, h: f32, p: Vec3, fetch: impl Fn(u32) -> f32) -> (f32, Vec3) {
     let extent = Vec3::new((dims.x - 1) as f32 * h, (dims.y - 1) as f32 * h, (dims.z - 1) as f32 * h);
@@ -273,7 +275,19 @@ pub(crate) fn grid_sample(dims: UVec3, h: f32, p: Vec3, fetch: impl Fn(u32) -> f
     let outside = p - clamped;
     let lo = outside.dot(outside).sqrt();
     if lo > 0.0 {
-        return (d + lo, outside * (1.0 / lo));
+        if d < 0.0 {
+            return (d + lo, outside * (1.0 / lo));
+        }
+        // The grid's box is convex and holds the surface, so every surface point is at least
+        // sqrt(d² + lo²) away: a lower bound, safe for sphere tracing. Its gradient: the way
+        // out of the box, and the field's gradient along the box's face.
+        let along = Vec3::new(
+            if outside.x == 0.0 { grad.x } else { 0.0 },
+            if outside.y == 0.0 { grad.y } else { 0.0 },
+            if outside.z == 0.0 { grad.z } else { 0.0 },
+        );
+        let n = outside + d * along;
+        return ((d * d + lo * lo).sqrt(), n * (1.0 / n.dot(n).sqrt()));
     }
     let lg = grad.dot(grad).sqrt();
     if lg > 0.0 { (d, grad * (1.0 / lg)) } else { (d, Vec3::Y) }
@@ -318,6 +332,7 @@ mod tests {
         }
         let mut rng = Lcg(4);
         let mut worst = 0.0_f32;
+        let mut outside_points = 0;
         let lo = grid.origin();
         let hi = lo + (grid.dims() - UVec3::ONE).as_vec3() * h;
         for _ in 0..20_000 {
@@ -326,12 +341,15 @@ mod tests {
             if p.cmpge(lo).all() && p.cmple(hi).all() {
                 worst = worst.max((d - e).abs());
             } else {
-                // Beyond the grid: the distance to the grid's box plus the distance from there,
-                // never less than the truth.
-                assert!(d >= e - 1e-5, "outside at {p}: {d} below {e}");
+                // Beyond the grid: a lower bound of the truth (so sphere tracing never steps
+                // through the surface), and at least 1/√2 of it, less the interpolation error.
+                assert!(d <= e + 0.5 * h, "outside at {p}: {d} above {e}");
+                assert!(d >= e * std::f32::consts::FRAC_1_SQRT_2 - 0.5 * h, "outside at {p}: {d} far below {e}");
+                outside_points += 1;
             }
         }
         eprintln!("box grid: worst interpolation error {worst} m with {h} m cells");
+        assert!(outside_points > 1000, "only {outside_points} points outside the grid");
         assert!(worst < 0.5 * h, "worst interpolation error {worst} m, cell {h} m");
     }
 
