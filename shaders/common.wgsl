@@ -51,7 +51,7 @@ struct StepParams {
     particle_slot_counts: u32,
     particle_slot_bodies: u32,
     particle_body_dropped: u32,
-    particle_slot_data: u32,
+    particle_speed_bound: u32,
 }
 
 struct Body {

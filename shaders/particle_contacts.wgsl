@@ -16,7 +16,8 @@ fn particle_cell(x: vec3<f32>) -> vec3<i32> {
     return vec3<i32>(i32(c.x), i32(c.y), i32(c.z));
 }
 
-// The particle's (hash, index) item, and the bucket starts cleared.
+// The particle's (hash, index) item, and the bucket starts, the dropped count and the fastest
+// speed cleared.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -25,6 +26,7 @@ fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
     if i == 0u && params.particle_body_contacts != 0u {
         work[params.particle_body_dropped] = 0u;
+        work[params.particle_speed_bound] = 0u;
     }
     if i < params.particle_count {
         if params.particle_body_contacts != 0u {
@@ -172,8 +174,8 @@ fn particle_separate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         // The position change, and after the particles the velocity change it brings (written
         // out, so no compiler fuses the product into the sum that applies it).
         let dx = particle_gather(i, GATHER_POSITION).xyz;
-        scratch[i] = vec4<f32>(dx, 0.0);
-        scratch[params.particle_count + i] = vec4<f32>(dx * params.inv_h, 0.0);
+        deltas[i] = vec4<f32>(dx, 0.0);
+        deltas[params.particle_count + i] = vec4<f32>(dx * params.inv_h, 0.0);
     }
 }
 
@@ -181,8 +183,8 @@ fn particle_separate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
 fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        particles[i].position = particles[i].position + scratch[i].xyz;
-        particles[i].velocity = particles[i].velocity + scratch[params.particle_count + i].xyz;
+        particles[i].position = particles[i].position + deltas[i].xyz;
+        particles[i].velocity = particles[i].velocity + deltas[params.particle_count + i].xyz;
     }
 }
 
@@ -190,7 +192,7 @@ fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        scratch[i] = vec4<f32>(particle_gather(i, GATHER_VELOCITY).xyz, 0.0);
+        deltas[i] = vec4<f32>(particle_gather(i, GATHER_VELOCITY).xyz, 0.0);
     }
 }
 
@@ -198,11 +200,11 @@ fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        var dv = scratch[i].xyz;
+        var dv = deltas[i].xyz;
         if params.particle_body_contacts != 0u {
             let used = slots_used(i);
             for (var k = 0u; k < used; k++) {
-                dv += scratch[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
+                dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
             }
         }
         particles[i].velocity = particles[i].velocity + dv;
@@ -210,7 +212,7 @@ fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 }
 
 // Particle-body slots (filled by shaders/particle_bodies.wgsl): the body index in the work
-// arena, then normal, lever and impulse as three vec4 of the scratch. Twins of the functions of
+// arena, then normal, lever and impulse as three vec4 of `slots`. Twins of the functions of
 // src/cpu/particle_contacts.rs named in each comment.
 
 fn slot_word(i: u32, k: u32) -> u32 {
@@ -218,7 +220,7 @@ fn slot_word(i: u32, k: u32) -> u32 {
 }
 
 fn slot_at(i: u32, k: u32) -> u32 {
-    return params.particle_slot_data + 3u * (i * PARTICLE_BODY_SLOTS + k);
+    return 3u * (i * PARTICLE_BODY_SLOTS + k);
 }
 
 fn slots_used(i: u32) -> u32 {
@@ -235,9 +237,9 @@ fn sort_body_slots(i: u32) {
             work[slot_word(i, m)] = work[slot_word(i, m - 1u)];
             work[slot_word(i, m - 1u)] = b;
             for (var f = 0u; f < 2u; f++) {
-                let v = scratch[slot_at(i, m) + f];
-                scratch[slot_at(i, m) + f] = scratch[slot_at(i, m - 1u) + f];
-                scratch[slot_at(i, m - 1u) + f] = v;
+                let v = slots[slot_at(i, m) + f];
+                slots[slot_at(i, m) + f] = slots[slot_at(i, m - 1u) + f];
+                slots[slot_at(i, m - 1u) + f] = v;
             }
             m -= 1u;
         }
@@ -291,8 +293,8 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
             continue;
         }
         let me = particles[j];
-        let n = scratch[slot_at(j, k)].xyz;
-        let lever = scratch[slot_at(j, k) + 1u].xyz;
+        let n = slots[slot_at(j, k)].xyz;
+        let lever = slots[slot_at(j, k) + 1u].xyz;
         let rn = cross3(lever, n);
         let body_share = inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
         let support = particle_support(me, n);
@@ -320,7 +322,7 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
         if supported {
             impulse = vec3<f32>(0.0);
         }
-        scratch[slot_at(j, k) + 2u] = vec4<f32>(impulse, 0.0);
+        slots[slot_at(j, k) + 2u] = vec4<f32>(impulse, 0.0);
     }
     if dynamic {
         bodies[b].linear_velocity = linear;

@@ -490,8 +490,9 @@ pub struct StepParams {
     pub particle_slot_bodies: u32,
     /// GPU work arena: one word counting the particle-body contacts dropped this step.
     pub particle_body_dropped: u32,
-    /// Particle scratch (vec4): per body slot its normal, lever and impulse.
-    pub particle_slot_data: u32,
+    /// GPU work arena: one word holding the bits of the fastest particle's speed this substep
+    /// (the particle-body detection's sweep).
+    pub particle_speed_bound: u32,
 }
 
 impl StepParams {
@@ -557,7 +558,7 @@ impl StepParams {
             particle_slot_counts: 0,
             particle_slot_bodies: 0,
             particle_body_dropped: 0,
-            particle_slot_data: 0,
+            particle_speed_bound: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

@@ -38,8 +38,11 @@
 //! converges as a body on the ground does. A particle held by a static collider against the
 //! body's push passes the push on to it (shock propagation: it counts as immovable in that
 //! contact). Overlaps with bodies are removed by a velocity bias at the body-body contacts'
-//! rate. Not yet: continuous detection of particles against bodies (a particle faster than the
-//! margin per substep, relative to a body, can pass through a thin one), shock propagation
+//! rate. Detection against bodies is continuous in the speculative way: a pair's margin grows
+//! by how far the particle and the body can close within the substep, and the contact lets them
+//! close by their gap and no more, so a particle at 100 m/s stops on the face of a 1 cm plate
+//! (the body's search region grows by the fastest particle's travel, found each substep by a
+//! maximum over the particles' speeds). Not yet: shock propagation
 //! through more than one layer of particles (a heavy body on a deep bed is held by the Jacobi
 //! iterations alone and settles into it), friction on the particles' position corrections (a
 //! collapsing column spreads almost flat, with no angle of repose), and restitution between
@@ -48,12 +51,18 @@
 //! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
 //! 320 MB; the particle grid adds 5 words per particle, one per hash bucket (a power of two
 //! at least the particle count) and the radix sort's histogram in its work arena, and 32 bytes
-//! per particle of scratch: about 92 bytes per particle in all, 920 MB for 10 million. A world
-//! with bodies adds, per particle, [`PARTICLE_BODY_SLOTS`] slots of 52 bytes (body index,
-//! normal, lever, impulse), a slot counter and as many body-list entries: 228 bytes, 2.3 GB
-//! for 10 million (3.2 GB in all), and one word per body. One buffer must fit the device's
-//! `max_storage_buffer_binding_size` (the device gets the adapter's full limits); past it
-//! [`GpuSolver::new`](crate::GpuSolver::new) returns [`Error::BufferTooLarge`](crate::Error::BufferTooLarge).
+//! per particle of position and velocity changes: about 92 bytes per particle in all, 920 MB
+//! for 10 million. A world with bodies adds, per particle, [`PARTICLE_BODY_SLOTS`] slots of 52
+//! bytes (a body index in the work arena; normal, lever and impulse in a buffer of their own), a
+//! slot counter and as many body-list entries: 228 bytes, 2.3 GB for 10 million (3.2 GB in
+//! all), and one word per body. Every buffer must fit the device's
+//! `max_storage_buffer_binding_size` (the device gets the adapter's full limits, which wgpu caps
+//! at 2 GiB - 1 on every backend); past it [`GpuSolver::new`](crate::GpuSolver::new) returns
+//! [`Error::BufferTooLarge`](crate::Error::BufferTooLarge). The largest buffer is the slots'
+//! 192 bytes per particle, so with bodies up to 11.1 million particles fit one binding (10
+//! million take 3.23 GB in all); without bodies the largest are the particles' own 32 bytes
+//! each and the work arena's 5 to 7 words each (the hash table is a power of two), some 60
+//! million. Dispatches of more than 65,535 workgroups are laid out in two dimensions.
 
 use glam::Vec3;
 

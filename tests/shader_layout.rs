@@ -232,7 +232,7 @@ fn step_params_uniform_matches_wgsl() {
         particle_slot_counts: 47,
         particle_slot_bodies: 48,
         particle_body_dropped: 49,
-        particle_slot_data: 50,
+        particle_speed_bound: 50,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -285,7 +285,7 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_slot_counts", 47.0),
         ("particle_slot_bodies", 48.0),
         ("particle_body_dropped", 49.0),
-        ("particle_slot_data", 50.0),
+        ("particle_speed_bound", 50.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -320,7 +320,7 @@ fn step_params_uniform_matches_wgsl() {
             "particle_slot_counts",
             "particle_slot_bodies",
             "particle_body_dropped",
-            "particle_slot_data",
+            "particle_speed_bound",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -45,10 +45,11 @@ pub(crate) struct GpuParticles {
     iterations: u32,
 }
 
-/// The particle-body stages: `body_particle_count`, the scan of the counts, `body_particle_fill`
+/// The particle-body stages: `particle_speed_bound`, `body_particle_count`, the scan of the counts, `body_particle_fill`
 /// (shaders/particle_bodies.wgsl), and per velocity iteration `body_particle_solve`.
 struct BodyStages {
     bind_group: wgpu::BindGroup,
+    speed: wgpu::ComputePipeline,
     count: wgpu::ComputePipeline,
     fill: wgpu::ComputePipeline,
     solve: wgpu::ComputePipeline,
@@ -65,8 +66,10 @@ pub(crate) struct ParticleArena {
     plan: Vec<RadixParams>,
     /// Block sums of the scan of the bodies' particle counts.
     body_scan_sums: u32,
-    /// Vec4s of particle scratch: two per particle, then three per body slot.
-    scratch_vec4s: u64,
+    /// Vec4s of the particles' position and velocity changes: two per particle.
+    delta_vec4s: u64,
+    /// Vec4s of the particle-body slots: three per slot (normal, lever, impulse).
+    slot_vec4s: u64,
 }
 
 impl ParticleArena {
@@ -99,9 +102,30 @@ impl ParticleArena {
         params.particle_slot_counts = region(if with_bodies { n } else { 0 });
         params.particle_slot_bodies = region(slots);
         params.particle_body_dropped = region(1);
+        params.particle_speed_bound = region(1);
         let body_scan_sums = region(if with_bodies { Scan::sums_needed(bodies) } else { 0 });
-        params.particle_slot_data = 2 * n;
-        Self { words: at, histogram, scan_sums, plan, body_scan_sums, scratch_vec4s: 2 * n as u64 + 3 * slots as u64 }
+        Self {
+            words: at,
+            histogram,
+            scan_sums,
+            plan,
+            body_scan_sums,
+            delta_vec4s: 2 * n as u64,
+            slot_vec4s: 3 * slots as u64,
+        }
+    }
+}
+
+impl ParticleArena {
+    /// Bytes of each particle buffer for `n` particles: the particles, the work arena, the
+    /// position and velocity changes, the particle-body slots (each at least one element).
+    pub fn buffer_bytes(&self, n: u32) -> [(&'static str, u64); 4] {
+        [
+            ("particles", size_of::<GpuParticle>() as u64 * n.max(1) as u64),
+            ("particle_work", 4 * self.words.max(1) as u64),
+            ("particle_deltas", 16 * self.delta_vec4s.max(1)),
+            ("particle_body_slots", 16 * self.slot_vec4s.max(1)),
+        ]
     }
 }
 
@@ -133,9 +157,13 @@ impl GpuParticles {
         };
         let storage = wgpu::BufferUsages::STORAGE;
         let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        for (label, bytes) in arena.buffer_bytes(n) {
+            super::solver::storage_fits(limits, label, bytes)?;
+        }
         let buffer = make("particles", bytemuck::cast_slice(particles), storage | copy)?;
         let work = make("particle_work", &vec![0u8; 4 * at.max(1) as usize], storage | wgpu::BufferUsages::COPY_SRC)?;
-        let scratch = make("particle_scratch", &vec![0u8; 16 * arena.scratch_vec4s.max(1) as usize], storage)?;
+        let deltas = make("particle_deltas", &vec![0u8; 16 * arena.delta_vec4s.max(1) as usize], storage)?;
+        let slots = make("particle_body_slots", &vec![0u8; 16 * arena.slot_vec4s.max(1) as usize], storage)?;
 
         let slotted = |label: &'static str, slots: Vec<Vec<u8>>| {
             let mut bytes = vec![0u8; slots.len().max(1) * UNIFORM_SLOT as usize];
@@ -177,30 +205,40 @@ impl GpuParticles {
         let scan_group = kernels::bind(device, "particle_scan", &scan.layout, &scan.slots, &[&scan_params, &work]);
 
         let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
-        let slots = [Slot::Uniform, ro, ro, rw, rw, rw, rw, ro];
-        let layout = kernels::layout(device, "particle_bindings", &slots);
+        let kinds = [Slot::Uniform, ro, ro, rw, rw, rw, rw, ro, rw];
+        let layout = kernels::layout(device, "particle_bindings", &kinds);
         let bind_group = kernels::bind(
             device,
             "particle_bindings",
             &layout,
-            &slots,
-            &[params_buffer, geometry, colliders, &buffer, &work, &scratch, body_buffers.bodies, body_buffers.props],
+            &kinds,
+            &[
+                params_buffer,
+                geometry,
+                colliders,
+                &buffer,
+                &work,
+                &slots,
+                body_buffers.bodies,
+                body_buffers.props,
+                &deltas,
+            ],
         );
         let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "particles", entry);
         let bodies = (params.particle_body_contacts != 0).then(|| {
-            let slots = [Slot::Uniform, ro, ro, rw, rw, ro, ro, ro, ro];
-            let body_layout = kernels::layout(device, "particle_body_bindings", &slots);
+            let kinds = [Slot::Uniform, ro, ro, rw, rw, ro, ro, ro, ro];
+            let body_layout = kernels::layout(device, "particle_body_bindings", &kinds);
             let bind_group = kernels::bind(
                 device,
                 "particle_body_bindings",
                 &body_layout,
-                &slots,
+                &kinds,
                 &[
                     params_buffer,
                     geometry,
                     &buffer,
                     &work,
-                    &scratch,
+                    &slots,
                     body_buffers.bodies,
                     body_buffers.props,
                     body_buffers.shapes,
@@ -210,6 +248,7 @@ impl GpuParticles {
             let find = |entry: &str| kernels::pipeline(device, modules, &[&body_layout], "particle_bodies", entry);
             BodyStages {
                 bind_group,
+                speed: find("particle_speed_bound"),
                 count: find("body_particle_count"),
                 fill: find("body_particle_fill"),
                 solve: pipeline("body_particle_solve"),
@@ -251,7 +290,7 @@ impl GpuParticles {
 
     /// Dispatches one substep records.
     pub fn dispatches_per_substep(&self) -> u32 {
-        let bodies = if self.bodies.is_some() { 2 + Scan::DISPATCHES + self.iterations } else { 0 };
+        let bodies = if self.bodies.is_some() { 3 + Scan::DISPATCHES + self.iterations } else { 0 };
         if self.collisions {
             1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies
         } else {
@@ -283,16 +322,19 @@ impl GpuParticles {
             );
             run(pass, "particle_cell_start", &self.cell_start, self.grid);
             if let Some(b) = &self.bodies {
-                let find = |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline| {
-                    pass.push_debug_group(stage);
-                    pass.set_bind_group(0, &b.bind_group, &[]);
-                    pass.set_pipeline(pipeline);
-                    pass.dispatch_workgroups(b.grid.0, b.grid.1, 1);
-                    pass.pop_debug_group();
-                };
-                find(pass, "body_particle_count", &b.count);
+                let find =
+                    |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)| {
+                        pass.push_debug_group(stage);
+                        pass.set_bind_group(0, &b.bind_group, &[]);
+                        pass.set_pipeline(pipeline);
+                        pass.dispatch_workgroups(grid.0, grid.1, 1);
+                        pass.pop_debug_group();
+                    };
+                find(pass, "particle_speed_bound", &b.speed, self.grid);
+                find(pass, "body_particle_count", &b.count, b.grid);
+
                 self.scan.record(pass, &self.scan_group, 1, b.bodies);
-                find(pass, "body_particle_fill", &b.fill);
+                find(pass, "body_particle_fill", &b.fill, b.grid);
             }
             run(pass, "particle_count", &self.count_neighbours, self.grid);
             for _ in 0..self.iterations {
@@ -330,5 +372,49 @@ impl GpuParticles {
         let b = self.bodies.as_ref()?;
         encoder.copy_buffer_to_buffer(&self.work, 4 * params.particle_body_dropped as u64, &b.readback, 0, 4);
         Some(&b.readback)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    /// The particle buffers for `n` particles among `bodies` bodies, laid out as a world's.
+    fn layout(n: u32, bodies: u32) -> [(&'static str, u64); 4] {
+        let mut params = StepParams {
+            particle_hash_mask: n.max(64).next_power_of_two() - 1,
+            particle_body_contacts: u32::from(bodies > 0),
+            particle_body_capacity: if bodies > 0 { n * PARTICLE_BODY_SLOTS } else { 0 },
+            body_count: bodies,
+            ..StepParams::default()
+        };
+        ParticleArena::new(&mut params, n, bodies).buffer_bytes(n)
+    }
+
+    /// 10 million particles among 10,000 bodies: every buffer fits the 2 GiB - 1 binding that
+    /// wgpu allows on every backend, 3.5 GB in all (an 80 GB GPU holds it twenty times over);
+    /// 12 million do not, and get a typed error naming the buffer.
+    #[test]
+    fn ten_million_particles_with_bodies_fit_one_binding_per_buffer() {
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: (1 << 31) - 1,
+            max_buffer_size: 1 << 40,
+            ..wgpu::Limits::default()
+        };
+        let sizes = layout(10_000_000, 10_000);
+        let total: u64 = sizes.iter().map(|(_, bytes)| bytes).sum();
+        eprintln!("10 million particles: {sizes:?}, {total} bytes in all");
+        for (label, bytes) in sizes {
+            super::super::solver::storage_fits(&limits, label, bytes).unwrap();
+        }
+        assert!(total < 3_500_000_000, "{total} bytes");
+        let without_bodies: u64 = layout(10_000_000, 0).iter().map(|(_, bytes)| bytes).sum();
+        assert!(without_bodies < 1_000_000_000, "{without_bodies} bytes without bodies");
+
+        let too_many = layout(12_000_000, 10_000);
+        let failed =
+            too_many.iter().find_map(|&(label, bytes)| super::super::solver::storage_fits(&limits, label, bytes).err());
+        assert!(matches!(failed, Some(Error::BufferTooLarge { what: "particle_body_slots", .. })), "{failed:?}");
     }
 }
