@@ -720,6 +720,19 @@ fn collide_ordered(a: Posed, b: Posed, margin: f32) -> Contacts {
     return polytope_polytope(a, b, margin);
 }
 
+// `collide` for a point core `a` (a particle): the same contacts through only the three
+// functions a point can meet, so the particle loops do not inline the pair kernels (on
+// llvmpipe that made every candidate cost what a box pair costs). Twin of `collide_point`.
+fn collide_point(a: Posed, b: Posed, margin: f32) -> Contacts {
+    if b.shape.kind == SHAPE_POINT {
+        return point_point(a, b, margin);
+    }
+    if b.shape.kind == SHAPE_SEGMENT {
+        return point_segment(a, b, margin);
+    }
+    return point_polytope(a, b, margin);
+}
+
 fn collide(a: Posed, b: Posed, margin: f32) -> Contacts {
     if a.shape.kind > b.shape.kind {
         return flipped(collide_ordered(b, a, margin));

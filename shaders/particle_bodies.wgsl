@@ -24,7 +24,7 @@ fn body_particle_touch(b: u32, body: Posed, linear: vec3<f32>, spin: f32, j: u32
     }
     let point = Shape(params.origin_point, 1u, 0u, 0u, 0u, 0u, q.radius, SHAPE_POINT);
     let a = Posed(point, q.position, vec4<f32>(0.0, 0.0, 0.0, 1.0));
-    let m = collide(a, body, margin);
+    let m = collide_point(a, body, margin);
     if m.count == 0u {
         return 0u;
     }

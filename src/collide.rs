@@ -154,6 +154,18 @@ pub(crate) fn collide(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     collide_ordered(a, b, margin)
 }
 
+/// [`collide`] for a point core `a` (a particle): the same contacts, through only the three
+/// functions a point can meet. Its WGSL twin keeps the pair kernels out of the particle loops,
+/// where inlining the whole of `collide` made every candidate cost what a box pair costs.
+pub(crate) fn collide_point(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+    debug_assert_eq!(a.shape.kind, SHAPE_POINT);
+    match b.shape.kind {
+        SHAPE_POINT => point_point(a, b, margin),
+        SHAPE_SEGMENT => point_segment(a, b, margin),
+        _ => point_polytope(a, b, margin),
+    }
+}
+
 fn collide_ordered(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     match (a.shape.kind, b.shape.kind) {
         (SHAPE_POINT, SHAPE_POINT) => point_point(a, b, margin),

@@ -47,13 +47,13 @@ mod solver;
 mod world;
 
 pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDesc};
-pub use cpu::{CpuSolver, StageTimes};
+pub use cpu::CpuSolver;
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
 pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
-pub use solver::{Solver, StepStats};
+pub use solver::{Solver, StageTimes, StepStats};
 pub use world::{
     ConstraintSolver, ParticleSettings, Plane, PlaneHandle, SolverSettings, Stabilization, World, WorldDesc,
 };

@@ -33,6 +33,32 @@ pub struct StepStats {
     pub particle_body_dropped: u32,
 }
 
+/// Where one step's time went, by group of stages: wall clock on the CPU solver, GPU
+/// timestamps on the GPU solver (see [`GpuSolver::time_stages`](crate::GpuSolver::time_stages)).
+/// The groups interleave over the substeps; each sums its own intervals.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// Candidate body pairs from the grid (or every pair in tiny scenes).
+    pub broad_phase: std::time::Duration,
+    /// Plane contacts and body-pair manifolds with their warm starts.
+    pub narrow_phase: std::time::Duration,
+    /// Graph coloring, buckets and the Jacobi split.
+    pub coloring: std::time::Duration,
+    /// Warm starts, biased and relax passes over static colliders and manifolds, restitution.
+    pub solve: std::time::Duration,
+    /// Velocity and position integration over all substeps.
+    pub integrate: std::time::Duration,
+    /// Particles: their motion swept against the static colliders, over all substeps.
+    pub particles: std::time::Duration,
+}
+
+impl StageTimes {
+    /// The sum over the groups: the step.
+    pub fn total(&self) -> std::time::Duration {
+        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate + self.particles
+    }
+}
+
 /// A contact solver stepping a [`World`](crate::World): the GPU solver and the CPU reference
 /// solver implement the same stages and are used through this one interface.
 pub trait Solver {
@@ -78,9 +104,11 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
 
-    /// Where the last step's time went, by group of stages, when the backend measures it (the
-    /// CPU solver does; the GPU solver does not yet and returns `None`).
-    fn stage_times(&self) -> Option<crate::StageTimes> {
+    /// Where the last timed step's time went, by group of stages, when the backend measures it:
+    /// the CPU solver always does (wall clock); the GPU solver does once
+    /// [`GpuSolver::time_stages`](crate::GpuSolver::time_stages) is on (timestamps of the last
+    /// step of each [`Solver::step_many`], available after [`Solver::synchronize`]).
+    fn stage_times(&self) -> Option<StageTimes> {
         None
     }
 }

@@ -290,3 +290,48 @@ fn check_coloring(manifolds: &[GpuManifold], buckets: &(Vec<Vec<u32>>, Vec<u32>)
     }
     (colors.iter().filter(|c| !c.is_empty()).count(), overflow.len())
 }
+
+/// GPU stage timing: with it on, every group of stages of a rain with particles gets a
+/// positive time from the GPU's timestamps, and the states stay bit-identical to an untimed
+/// run. Without timestamp queries on the device, turning it on is a typed error.
+#[test]
+fn gpu_stage_timing_measures_every_group_and_changes_nothing() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut world = scenes::rain(scenes::bench_desc(), 300, 7).unwrap();
+    world
+        .add_particles(
+            (0..64).map(|i| Particle::new(Vec3::new((i % 8) as f32 * 0.3 - 1.0, 6.0 + (i / 8) as f32 * 0.3, 0.2), 0.1)),
+        )
+        .unwrap();
+    let mut plain = GpuSolver::new(ctx, &world).unwrap();
+    let mut timed = GpuSolver::new(ctx, &world).unwrap();
+    assert_eq!(timed.stage_times(), None, "nothing is timed before time_stages");
+    if !ctx.timestamps() {
+        let e = timed.time_stages(true).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        eprintln!("!!! {} has no timestamp queries inside passes: stage timing not tested", ctx.adapter());
+        return;
+    }
+    timed.time_stages(true).unwrap();
+    for _ in 0..3 {
+        plain.step_many(10);
+        timed.step_many(10);
+        timed.synchronize().unwrap();
+        let t = timed.stage_times().expect("a timed step after synchronize");
+        eprintln!("{}: {t:?}", ctx.adapter());
+        for (group, d) in [
+            ("broad phase", t.broad_phase),
+            ("narrow phase", t.narrow_phase),
+            ("coloring", t.coloring),
+            ("solve", t.solve),
+            ("integrate", t.integrate),
+            ("particles", t.particles),
+        ] {
+            assert!(d > std::time::Duration::ZERO, "{group} took no time: {t:?}");
+        }
+    }
+    assert_eq!(plain.raw_bodies().unwrap(), timed.raw_bodies().unwrap(), "timing changed the step");
+    assert_eq!(plain.particle_states().unwrap(), timed.particle_states().unwrap());
+    timed.time_stages(false).unwrap();
+    assert_eq!(timed.stage_times(), None);
+}

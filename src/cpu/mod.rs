@@ -14,35 +14,11 @@ use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats,
     KIND_STATIC, Packed, StepParams,
 };
-use crate::solver::{Solver, StepStats};
+use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
 use contacts::{BodyView, ContactState, Pass};
 use stages::Buffers;
-
-/// Wall-clock time the CPU solver's last step spent in each group of stages.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StageTimes {
-    /// Candidate body pairs from the grid (or every pair in tiny scenes).
-    pub broad_phase: std::time::Duration,
-    /// Plane contacts and body-pair manifolds with their warm starts.
-    pub narrow_phase: std::time::Duration,
-    /// Graph coloring, buckets and the Jacobi split.
-    pub coloring: std::time::Duration,
-    /// Warm starts, biased and relax passes over static colliders and manifolds, restitution.
-    pub solve: std::time::Duration,
-    /// Velocity and position integration over all substeps.
-    pub integrate: std::time::Duration,
-    /// Particles: their motion swept against the static colliders, over all substeps.
-    pub particles: std::time::Duration,
-}
-
-impl StageTimes {
-    /// The sum over the groups: the step.
-    pub fn total(&self) -> std::time::Duration {
-        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate + self.particles
-    }
-}
 
 /// Adds the time since the last lap to one stage group.
 struct Laps(std::time::Instant);

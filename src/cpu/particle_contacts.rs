@@ -6,7 +6,7 @@
 use glam::{Mat3, Quat, Vec3, Vec4};
 
 use super::particles::collider_distance;
-use crate::collide::{Posed, collide};
+use crate::collide::{Posed, collide_point};
 use crate::cpu::contacts::GRID_HASH;
 use crate::layout::{GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, KIND_DYNAMIC, SHAPE_POINT, StepParams};
 use crate::math::world_inverse_inertia;
@@ -262,7 +262,7 @@ fn for_each_particle_touching(
             geometry,
             topology: tables.topology,
         };
-        let m = collide(&a, &posed, margin);
+        let m = collide_point(&a, &posed, margin);
         if m.count > 0 {
             let normal = -m.normal;
             visit(j, normal, m.points[0].core_b + normal * shape.radius);

@@ -9,6 +9,7 @@ use wgpu::util::DeviceExt;
 
 use super::kernels::{self, Radix, RadixParams, Scan, ScanParams, Slot};
 use super::shaders::{RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use super::timing::{Marks, Stage};
 use crate::cpu::contacts::GridSpec;
 use crate::error::{Error, Result};
 use crate::layout::{GpuManifold, GpuWorkLayout, StepParams};
@@ -399,8 +400,9 @@ impl GpuContacts {
 
     /// Records `broad_phase`, `collide_pairs` (with compaction and warm starting) and `color`
     /// (adjacency, rounds, buckets, Jacobi split) for the step of parity `parity`.
-    pub fn record_detection(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+    pub fn record_detection(&self, pass: &mut wgpu::ComputePass, parity: usize, marks: &mut Marks) {
         let p = &self.pipelines;
+        marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
         self.dispatch(pass, "contacts_begin", &p.contacts_begin, self.body_grid);
         let l = &self.layout;
@@ -429,11 +431,13 @@ impl GpuContacts {
             );
             pass.set_bind_group(0, &self.pairs_group, &[]);
         }
+        marks.mark(pass, Stage::NarrowPhase);
         self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);
         self.scan.record(pass, &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
         let group = &self.manifold_groups[parity];
         pass.set_bind_group(0, group, &[0]);
         self.dispatch(pass, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
+        marks.mark(pass, Stage::Coloring);
         self.dispatch(pass, "adjacency_count", &p.adjacency_count, self.manifold_grid);
         self.dispatch(pass, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
         self.scan.record(pass, &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);

@@ -6,6 +6,7 @@ mod kernels;
 mod particles;
 pub mod shaders;
 mod solver;
+mod timing;
 
 pub use solver::GpuSolver;
 
@@ -72,7 +73,8 @@ impl GpuContext {
     /// `vulkan`, `gl`, `metal`, `dx12`) limits the backends, `WGPU_ADAPTER_NAME` picks an
     /// adapter by a substring of its name, `WGPU_POWER_PREF` (`high`, `low`) breaks ties; by
     /// default the highest-performance adapter. The device gets the adapter's full limits so
-    /// that large scenes can bind large buffers.
+    /// that large scenes can bind large buffers, and timestamp queries inside compute passes
+    /// where the adapter has them (for [`GpuSolver::time_stages`]).
     ///
     /// # Errors
     /// [`Error::NoAdapter`] when no adapter matches (the message says how to install a
@@ -100,9 +102,13 @@ impl GpuContext {
                 })?,
         };
         let info = adapter.get_info();
+        // Timestamps between dispatches, for `GpuSolver::time_stages`, where the adapter has them.
+        let timestamps =
+            if adapter.features().contains(timing::FEATURES) { timing::FEATURES } else { wgpu::Features::empty() };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("signorini"),
+                required_features: timestamps,
                 required_limits: adapter.limits(),
                 ..Default::default()
             })
@@ -130,5 +136,11 @@ impl GpuContext {
     /// The adapter.
     pub fn adapter(&self) -> &AdapterSummary {
         &self.adapter
+    }
+
+    /// Whether the device can time the solver's stages: it was created with timestamp queries
+    /// inside encoders and compute passes ([`GpuSolver::time_stages`]).
+    pub fn timestamps(&self) -> bool {
+        self.device.features().contains(timing::FEATURES)
     }
 }

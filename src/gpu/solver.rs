@@ -10,13 +10,14 @@ use super::contacts::{GpuContacts, Pass as ContactPass, Shared};
 use super::kernels::{self, Slot};
 use super::particles::{BodyBuffers, GpuParticles, ParticleArena};
 use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
+use super::timing::{Marks, Stage, StageClock};
 use super::{AdapterSummary, GpuContext};
 use crate::body::{BodyHandle, BodyState};
 use crate::error::{Error, Result, check_finite};
 use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC, Packed, StepParams,
 };
-use crate::solver::{Solver, StepStats};
+use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
 /// The compute pipelines of one step, one per WGSL entry point.
@@ -60,6 +61,8 @@ pub struct GpuSolver {
     body_grid: (u32, u32),
     stats_grid: (u32, u32),
     steps: u64,
+    /// Timestamps between the stage groups, when [`GpuSolver::time_stages`] turned them on.
+    clock: Option<StageClock>,
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
@@ -194,6 +197,7 @@ impl GpuSolver {
             bind_group,
             pipelines,
             steps: 0,
+            clock: None,
         };
         if body_contacts {
             // Room for about six pairs and manifolds a body; grown when a step needs more.
@@ -259,6 +263,34 @@ impl GpuSolver {
             if let Some(c) = self.contacts_stages.as_mut() {
                 c.dropped = dropped;
             }
+        }
+        Ok(())
+    }
+
+    /// Turns stage timing on or off. When on, the last step of every [`Solver::step_many`] (and
+    /// every [`Solver::step`]) writes a GPU timestamp wherever one group of stages hands over to
+    /// the next; after [`Solver::synchronize`], [`Solver::stage_times`] gives that step's time by
+    /// group. Timing changes no result. The timestamps are read back without waiting: while one
+    /// step's are being read, the next batch is not timed.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the device was created without timestamp queries inside
+    /// compute passes ([`GpuContext::timestamps`]).
+    pub fn time_stages(&mut self, on: bool) -> Result<()> {
+        if !on {
+            self.clock = None;
+            return Ok(());
+        }
+        if !self.device.features().contains(super::timing::FEATURES) {
+            return Err(Error::Unsupported {
+                backend: "this device",
+                feature: "timestamp queries inside compute passes (stage timing)",
+            });
+        }
+        if self.clock.is_none() {
+            // A mark at most where a group changes: 5 around the substeps, 6 in each.
+            let capacity = 8 + 6 * self.params.substeps;
+            self.clock = Some(StageClock::new(&self.device, &self.queue, capacity));
         }
         Ok(())
     }
@@ -336,20 +368,23 @@ impl GpuSolver {
 
     /// Records one step; the stages and their order are those of `CpuSolver::step`. `step` is
     /// the number of steps before it (its parity picks the manifold buffers).
-    fn record_step(&self, pass: &mut wgpu::ComputePass, step: u64) {
+    fn record_step(&self, pass: &mut wgpu::ComputePass, step: u64, marks: &mut Marks) {
         let p = &self.pipelines;
         let grid = self.body_grid;
         let parity = (step % 2) as usize;
         let contacts = self.contacts_stages.as_ref();
         let bodies = |pass: &mut wgpu::ComputePass| pass.set_bind_group(0, &self.bind_group, &[]);
         bodies(pass);
+        marks.mark(pass, Stage::NarrowPhase);
         self.dispatch(pass, "narrow_phase", &p.narrow_phase, grid);
         if let Some(c) = contacts {
-            c.record_detection(pass, parity);
+            c.record_detection(pass, parity, marks);
         }
         for _ in 0..self.params.substeps {
             bodies(pass);
+            marks.mark(pass, Stage::Integrate);
             self.dispatch(pass, "integrate_velocities", &p.integrate_velocities, grid);
+            marks.mark(pass, Stage::Solve);
             if let Some(c) = contacts {
                 c.record_pass(pass, parity, ContactPass::WarmStart);
                 bodies(pass);
@@ -362,15 +397,19 @@ impl GpuSolver {
                 bodies(pass);
             }
             if let Some(particles) = &self.particles {
+                marks.mark(pass, Stage::Particles);
                 particles.record_contacts(pass);
                 bodies(pass);
             }
+            marks.mark(pass, Stage::Integrate);
             self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
             if let Some(particles) = &self.particles {
+                marks.mark(pass, Stage::Particles);
                 particles.record_advance(pass);
                 bodies(pass);
             }
             if self.params.relax_iterations > 0 {
+                marks.mark(pass, Stage::Solve);
                 self.dispatch(pass, "relax_static", &p.relax_static, grid);
                 if let Some(c) = contacts {
                     for _ in 0..self.params.relax_iterations {
@@ -380,10 +419,12 @@ impl GpuSolver {
             }
         }
         bodies(pass);
+        marks.mark(pass, Stage::Solve);
         self.dispatch(pass, "restitution", &p.restitution, grid);
         if let Some(c) = contacts {
             c.record_pass(pass, parity, ContactPass::Restitution);
         }
+        marks.mark(pass, Stage::End);
     }
 
     /// Maps a readback buffer, waits for it and copies it out.
@@ -413,19 +454,31 @@ impl Solver for GpuSolver {
         if let Err(e) = self.grow_contacts() {
             log::error!("growing the contact buffers failed: {e}");
         }
+        let mut clock = self.clock.take();
+        if let Some(clock) = clock.as_mut() {
+            clock.collect();
+        }
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("steps") });
         {
             let mut pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
-            for k in 0..n {
-                self.record_step(&mut pass, self.steps + k as u64);
+            for k in 0..n - 1 {
+                self.record_step(&mut pass, self.steps + k as u64, &mut Marks::off());
             }
+            // The last step of the batch is the one timed.
+            let mut marks = clock.as_mut().map_or_else(Marks::off, StageClock::marks);
+            self.record_step(&mut pass, self.steps + (n - 1) as u64, &mut marks);
         }
+        let timed = clock.as_mut().is_some_and(|c| c.resolve(&mut encoder));
         let header = self.contacts_stages.as_mut().is_some_and(|c| c.request_header(&mut encoder));
         self.queue.submit([encoder.finish()]);
         if header && let Some(c) = self.contacts_stages.as_mut() {
             c.map_header();
         }
+        if timed && let Some(clock) = clock.as_mut() {
+            clock.map();
+        }
+        self.clock = clock;
         self.steps += n as u64;
     }
 
@@ -434,7 +487,16 @@ impl Solver for GpuSolver {
     }
 
     fn synchronize(&mut self) -> Result<()> {
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| Error::Readback(e.to_string()))
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Readback(e.to_string()))?;
+        if let Some(clock) = self.clock.as_mut() {
+            clock.collect();
+        }
+        Ok(())
+    }
+
+    /// GPU timestamps of the last timed step (see [`GpuSolver::time_stages`]).
+    fn stage_times(&self) -> Option<StageTimes> {
+        self.clock.as_ref().and_then(StageClock::last)
     }
 
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
