@@ -543,9 +543,28 @@ fn farthest(cands: ptr<function, array<Candidate, MAX_CLIP_POINTS>>, kept: u32, 
 fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii: f32) -> Contacts {
     let plane = face_plane(reference, face);
     let n = plane.n;
+    // The incident face: the most anti-parallel of the faces around the incident's deepest
+    // vertex. (The most anti-parallel face overall can lie away from the overlap, on a hull of
+    // small faces, and clip to nothing.)
+    var support = 0u;
+    var support_depth = 3.4028235e38;
+    for (var k = 0u; k < incident.shape.point_count; k++) {
+        let d = dot3(n, world_point(incident, k));
+        if d < support_depth {
+            support_depth = d;
+            support = k;
+        }
+    }
     var incident_face = 0u;
     var lowest = 3.4028235e38;
     for (var f = 0u; f < incident.shape.face_count; f++) {
+        var around = false;
+        for (var j = 0u; j < face_len(incident, f); j++) {
+            around = around || face_vertex(incident, f, j) == support;
+        }
+        if !around {
+            continue;
+        }
         let d = dot3(face_plane(incident, f).n, n);
         if d < lowest {
             lowest = d;
@@ -602,6 +621,13 @@ fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii
     }
     var m = empty_contacts(n);
     if kept == 0u {
+        // Clipping left nothing, yet the separating axis says the bodies are within the
+        // margin: one contact at the deepest vertex, so no contact is lost.
+        let s = support_depth - plane.offset - radii;
+        if s < margin {
+            let p = world_point(incident, support);
+            push_contact(&m, reference, incident, p - n * (dot3(n, p) - plane.offset), p, s, face | (incident_face << 8u) | (0x3fffu << 16u));
+        }
         return m;
     }
     var chosen = vec4<i32>(-1);
