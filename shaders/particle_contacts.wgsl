@@ -114,13 +114,17 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     }
                     let s = d - reach;
                     let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
+                    let dvel = me.velocity - other.velocity;
                     if mode == GATHER_POSITION {
                         if s < 0.0 {
-                            change += n * (-s * mass / me.mass);
+                            let push = -s * mass;
+                            change += n * (push / me.mass);
+                            let vt = dvel - dot3(dvel, n) * n;
+                            let limit = params.particle_friction * push * params.inv_h;
+                            change += particle_friction_impulse(vec3<f32>(0.0), vt, limit, mass) * (params.h / me.mass);
                         }
                         continue;
                     }
-                    let dvel = me.velocity - other.velocity;
                     let vn = dot3(dvel, n);
                     let lambda = max(-mass * (vn + max(s, 0.0) * params.inv_h), 0.0);
                     change += particle_friction_impulse(lambda * n, dvel - vn * n, params.particle_friction * lambda, mass) * (1.0 / me.mass);

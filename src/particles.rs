@@ -44,9 +44,12 @@
 //! (the body's search region grows by the fastest particle's travel, found each substep by a
 //! maximum over the particles' speeds). Not yet: shock propagation
 //! through more than one layer of particles (a heavy body on a deep bed is held by the Jacobi
-//! iterations alone and settles into it), friction on the particles' position corrections (a
-//! collapsing column spreads almost flat, with no angle of repose), and restitution between
-//! particles or between particles and bodies.
+//! iterations alone and settles into it), a heap that keeps its slope (the pushes that separate
+//! overlapping particles feel Coulomb friction, μ times their impulse, but the mass-split
+//! Jacobi iterations leave a heap's weight partly unresolved each substep, and the pushes that
+//! remove the overlap it makes ratchet the base outward: three particles in an arch stand for
+//! seconds where statics says they stand for ever, and a collapsing column still spreads far
+//! flatter than sand), and restitution between particles or between particles and bodies.
 //!
 //! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
 //! 320 MB; the particle grid adds 5 words per particle, one per hash bucket (a power of two

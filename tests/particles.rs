@@ -438,6 +438,36 @@ fn a_stack_of_ten_particles_stands() {
     }
 }
 
+/// Coulomb friction in the particles' position corrections: two particles that overlap by 4 mm
+/// slide past each other at 1 m/s without gravity. Pushing them apart is an impulse along the
+/// normal, and while they slide Coulomb's law makes the friction impulse exactly μ times it:
+/// after one step the change of their relative tangential velocity is μ (0.4) times the change
+/// of their relative normal velocity, within 1e-4 relative. Momentum is kept to 1e-6.
+#[test]
+fn overlapping_particles_sliding_past_each_other_feel_mu_times_the_push() {
+    let (r, mu) = (0.02, 0.4);
+    let mut w = World::new(WorldDesc {
+        gravity: Vec3::ZERO,
+        particles: ParticleSettings { material: Material::new(mu, 0.0), ..Default::default() },
+        ..Default::default()
+    })
+    .unwrap();
+    let v0 = Vec3::new(0.0, 1.0, 0.0);
+    w.add_particle(Particle::new(Vec3::ZERO, r).velocity(v0)).unwrap();
+    w.add_particle(Particle::new(Vec3::new(2.0 * r - 0.004, 0.0, 0.0), r)).unwrap();
+    for mut solver in common::solvers(&w) {
+        solver.step();
+        let s = solver.particle_states().unwrap();
+        let rel = s[0].velocity - s[1].velocity;
+        let (dn, dt) = (-rel.x, v0.y - rel.y);
+        let momentum = s[0].velocity + s[1].velocity - v0;
+        eprintln!("{}: normal change {dn} m/s, tangential change {dt} m/s, ratio {}", solver.backend(), dt / dn);
+        assert!(dn > 0.1, "{}: the push is {dn} m/s", solver.backend());
+        assert!((dt / dn - mu).abs() < 1e-4 * mu, "{}: ratio {} against mu {mu}", solver.backend(), dt / dn);
+        assert!(momentum.length() < 1e-6, "{}: momentum changed by {momentum}", solver.backend());
+    }
+}
+
 /// The same column on both paths for 30 steps, while it starts to collapse: CPU and GPU
 /// positions agree within 1e-4 m for at least 99 % of the particles.
 #[test]

@@ -98,8 +98,9 @@ enum Gather {
 /// effective mass is `1 / (n_i / m_i + n_j / m_j)` and the averaged velocity change of `i` is
 /// `Σ λ n / m_i`; `i` and `j` evaluate `λ` from the same numbers in the same order, so the
 /// impulses are equal and opposite bit for bit and momentum is conserved without a scatter.
-/// Overlaps are removed in positions, and each position correction also changes the velocity
-/// by `Δx / h`, as in position-based dynamics: a correction that only moved the particle would
+/// Overlaps are removed in positions, with Coulomb friction against each push (the push is an
+/// impulse `m Δx / h`; the tangential relative velocity loses up to μ times that), and each
+/// position correction also changes the velocity by `Δx / h`, as in position-based dynamics: a correction that only moved the particle would
 /// leave the velocity that made the overlap, which the few Jacobi iterations never remove in a
 /// stack (a column of ten sank into itself to a quarter of its height). Approach velocities
 /// are then removed by the velocity iterations, which also see the colliders so that a heap's
@@ -160,13 +161,20 @@ fn gather(
                     };
                     let s = d - reach;
                     let mass = 1.0 / (my_share + grid.counts[j].max(1) as f32 / other.mass);
+                    let dvel = me.velocity - other.velocity;
                     if mode == Gather::Position {
                         if s < 0.0 {
-                            change += n * (-s * mass / me.mass);
+                            // The push out, and Coulomb friction against it: the push is an
+                            // impulse `push / h`, so the tangential relative velocity may lose
+                            // up to `μ push / h`, applied like the push, in position and velocity.
+                            let push = -s * mass;
+                            change += n * (push / me.mass);
+                            let vt = dvel - dvel.dot(n) * n;
+                            let limit = p.particle_friction * push * p.inv_h;
+                            change += friction_impulse(Vec3::ZERO, vt, limit, mass) * (p.h / me.mass);
                         }
                         continue;
                     }
-                    let dvel = me.velocity - other.velocity;
                     let vn = dvel.dot(n);
                     let lambda = (-mass * (vn + s.max(0.0) * p.inv_h)).max(0.0);
                     change += friction_impulse(lambda * n, dvel - vn * n, p.particle_friction * lambda, mass)
