@@ -81,6 +81,16 @@ impl CpuSolver {
         &self.bodies
     }
 
+    /// Each body's particle contacts of the last substep, particle indices in the order the
+    /// body solves them (for tests and debugging; empty without particle-body contacts).
+    pub fn particle_body_lists(&self) -> Vec<Vec<u32>> {
+        let g = &self.particle_grid;
+        let end = |b: usize| (g.body_starts[b + 1] as usize).min(g.body_list.len());
+        (0..g.body_starts.len().saturating_sub(1))
+            .map(|b| g.body_list[(g.body_starts[b] as usize).min(end(b))..end(b)].to_vec())
+            .collect()
+    }
+
     fn buffers(&mut self) -> Buffers<'_> {
         Buffers {
             params: &self.params,

@@ -313,6 +313,21 @@ impl GpuSolver {
         }
     }
 
+    /// Each body's particle contacts of the last substep, particle indices in the order the
+    /// body solves them, read back (for tests and debugging; empty without particle-body
+    /// contacts). Twin of [`CpuSolver::particle_body_lists`](crate::CpuSolver::particle_body_lists).
+    pub fn particle_body_lists(&mut self) -> Result<Vec<Vec<u32>>> {
+        let p = self.params;
+        let Some(particles) = self.particles.as_ref().filter(|_| p.particle_body_contacts != 0) else {
+            return Ok(Vec::new());
+        };
+        let starts = particles.read_words(&self.device, &self.queue, p.particle_body_starts, p.body_count + 1)?;
+        let total = starts[p.body_count as usize].min(p.particle_body_capacity);
+        let list = particles.read_words(&self.device, &self.queue, p.particle_body_list, total)?;
+        let end = |b: usize| (starts[b + 1]).min(total) as usize;
+        Ok((0..p.body_count as usize).map(|b| list[(starts[b] as usize).min(end(b))..end(b)].to_vec()).collect())
+    }
+
     /// The body-body manifolds of the last step, read back (empty without body contacts).
     pub fn manifolds(&mut self) -> Result<Vec<crate::layout::GpuManifold>> {
         match &self.contacts_stages {
