@@ -8,6 +8,7 @@
 //!
 //! `cargo bench --bench stages`; `SIGNORINI_BENCH_SIZES=1000,10000` picks other sizes,
 //! `SIGNORINI_BENCH_WARMUP=N` the steps the pile settles first (default 90: the boxes have landed).
+//! Under `cargo test --all-targets` each benchmark runs once on a pile of 1,000 after 10 steps.
 
 use std::time::Duration;
 
@@ -30,18 +31,25 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Whether criterion measures (`cargo bench` passes `--bench`) rather than checking that each
+/// benchmark runs once (`cargo test --all-targets`), where a small pile is enough.
+fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
 fn sizes() -> Vec<usize> {
+    let default = if measuring() { vec![10_000, 100_000] } else { vec![1_000] };
     std::env::var("SIGNORINI_BENCH_SIZES")
         .ok()
         .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000])
+        .unwrap_or(default)
 }
 
 /// Settles a pile on one solver, then measures each stage group over real steps: ten samples of
 /// one step each (a stage is a fraction of a step, so letting criterion size the samples by the
 /// stage's time would run hundreds of steps).
 fn bench_stages(c: &mut Criterion, name: &str, make: &dyn Fn(&World) -> signorini::Result<Box<dyn Solver>>) {
-    let warmup = env_or("SIGNORINI_BENCH_WARMUP", 90);
+    let warmup = env_or("SIGNORINI_BENCH_WARMUP", if measuring() { 90 } else { 10 });
     for count in sizes() {
         let world = scenes::box_pile(scenes::bench_desc(), count, 1).expect("scene");
         let mut solver = match make(&world) {
