@@ -601,8 +601,10 @@ fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     }
 }
 
-/// Contacts of `incident`'s most anti-parallel face clipped against `reference`'s face
-/// `face` (Sutherland-Hodgman), reduced to four; the normal is the reference face's.
+/// Contacts of `incident`'s face most anti-parallel to `reference`'s face `face`, among the
+/// faces around its deepest vertex, clipped against that face (Sutherland-Hodgman) and reduced
+/// to four; when clipping leaves nothing within the margin, one contact at the deepest vertex.
+/// The normal is the reference face's. Twin of `face_contact` in shaders/collide.wgsl.
 fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, radii: f32) -> Manifold {
     let (n, offset) = reference.face_plane(face);
     // The incident face: the most anti-parallel of the faces around the incident's deepest

@@ -48,7 +48,8 @@ pub struct StageTimes {
     pub solve: std::time::Duration,
     /// Velocity and position integration over all substeps.
     pub integrate: std::time::Duration,
-    /// Particles: their motion swept against the static colliders, over all substeps.
+    /// Particles: their grid, their contacts with each other and with bodies, and their motion
+    /// swept against the static colliders, over all substeps.
     pub particles: std::time::Duration,
 }
 

@@ -100,7 +100,8 @@ enum Gather {
 /// impulses are equal and opposite bit for bit and momentum is conserved without a scatter.
 /// Overlaps are removed in positions, with Coulomb friction against each push (the push is an
 /// impulse `m Δx / h`; the tangential relative velocity loses up to μ times that), and each
-/// position correction also changes the velocity by `Δx / h`, as in position-based dynamics: a correction that only moved the particle would
+/// position correction also changes the velocity by `Δx / h`, as in position-based dynamics:
+/// a correction that only moved the particle would
 /// leave the velocity that made the overlap, which the few Jacobi iterations never remove in a
 /// stack (a column of ten sank into itself to a quarter of its height). Approach velocities
 /// are then removed by the velocity iterations, which also see the colliders so that a heap's

@@ -288,7 +288,7 @@ impl GpuSolver {
             });
         }
         if self.clock.is_none() {
-            // A mark at most where a group changes: 5 around the substeps, 6 in each.
+            // A mark at most where a group changes: 6 around the substeps, 6 in each.
             let capacity = 8 + 6 * self.params.substeps;
             self.clock = Some(StageClock::new(&self.device, &self.queue, capacity));
         }
@@ -318,7 +318,8 @@ impl GpuSolver {
     /// contacts). Twin of [`CpuSolver::particle_body_lists`](crate::CpuSolver::particle_body_lists).
     pub fn particle_body_lists(&mut self) -> Result<Vec<Vec<u32>>> {
         let p = self.params;
-        let Some(particles) = self.particles.as_ref().filter(|_| p.particle_body_contacts != 0) else {
+        let Some(particles) = self.particles.as_ref().filter(|_| p.particle_body_contacts != 0 && self.steps > 0)
+        else {
             return Ok(Vec::new());
         };
         let starts = particles.read_words(&self.device, &self.queue, p.particle_body_starts, p.body_count + 1)?;

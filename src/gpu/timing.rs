@@ -40,7 +40,8 @@ impl Marks<'_> {
     }
 
     /// Writes a timestamp: from here on the time belongs to `stage`. Marks beyond the query
-    /// set's size are not written (their time stays with the stage before them).
+    /// set's size are not written (their time goes to the stage before them, and once `End` is
+    /// among them the last interval is lost; the set is sized for every mark of a step).
     pub fn mark(&mut self, pass: &mut wgpu::ComputePass, stage: Stage) {
         if let Some((queries, stages, capacity)) = &mut self.target {
             let k = stages.len() as u32;
@@ -55,6 +56,8 @@ impl Marks<'_> {
 const IDLE: u8 = 0;
 const MAPPING: u8 = 1;
 const READY: u8 = 2;
+/// The map failed: the buffer must still be unmapped before it can be mapped again.
+const FAILED: u8 = 3;
 
 /// Timestamps of one step at a time, read back asynchronously.
 pub(crate) struct StageClock {
@@ -64,6 +67,8 @@ pub(crate) struct StageClock {
     stages: Vec<Stage>,
     /// The groups of the step whose timestamps are being mapped.
     mapped_stages: Vec<Stage>,
+    /// Whether the step recorded last was given marks (and so wrote the query set).
+    armed: bool,
     resolve: wgpu::Buffer,
     readback: wgpu::Buffer,
     state: Arc<AtomicU8>,
@@ -94,6 +99,7 @@ impl StageClock {
             capacity,
             stages: Vec::with_capacity(capacity as usize),
             mapped_stages: Vec::with_capacity(capacity as usize),
+            armed: false,
             resolve: buffer(
                 "stage_timestamps_resolve",
                 wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
@@ -107,7 +113,8 @@ impl StageClock {
 
     /// Marks for the next step to time, or none while the last timing is still being read.
     pub fn marks(&mut self) -> Marks<'_> {
-        if self.state.load(Ordering::Acquire) != IDLE {
+        self.armed = self.state.load(Ordering::Acquire) == IDLE;
+        if !self.armed {
             return Marks::off();
         }
         self.stages.clear();
@@ -118,7 +125,7 @@ impl StageClock {
     /// whether there is anything to map after the submission.
     pub fn resolve(&mut self, encoder: &mut wgpu::CommandEncoder) -> bool {
         let count = self.stages.len() as u32;
-        if self.state.load(Ordering::Acquire) != IDLE || count < 2 {
+        if !std::mem::take(&mut self.armed) || count < 2 {
             return false;
         }
         encoder.resolve_query_set(&self.queries, 0..count, &self.resolve, 0);
@@ -133,20 +140,26 @@ impl StageClock {
         let state = self.state.clone();
         state.store(MAPPING, Ordering::Release);
         self.readback.map_async(wgpu::MapMode::Read, .., move |r| {
-            state.store(if r.is_ok() { READY } else { IDLE }, Ordering::Release);
+            state.store(if r.is_ok() { READY } else { FAILED }, Ordering::Release);
         });
     }
 
-    /// Takes the timings in when their map has completed (after a device poll).
+    /// Takes the timings in when their map has completed (after a device poll); after a
+    /// failed map, frees the buffer for the next one.
     pub fn collect(&mut self) {
-        if self.state.load(Ordering::Acquire) != READY {
-            return;
-        }
-        let count = self.mapped_stages.len();
-        if let Ok(view) = self.readback.get_mapped_range(..(count * wgpu::QUERY_SIZE as usize) as u64)
-            && let Ok(ticks) = bytemuck::try_cast_slice::<u8, u64>(&view)
-        {
-            self.last = Some(stage_times(&self.mapped_stages, ticks, self.period));
+        match self.state.load(Ordering::Acquire) {
+            READY => {
+                let count = self.mapped_stages.len();
+                if let Ok(view) = self.readback.get_mapped_range(..(count * wgpu::QUERY_SIZE as usize) as u64) {
+                    let tick = |k: usize| {
+                        let bytes: [u8; 8] = view[8 * k..8 * k + 8].try_into().expect("eight bytes");
+                        u64::from_le_bytes(bytes)
+                    };
+                    self.last = Some(stage_times(&self.mapped_stages, tick, self.period));
+                }
+            }
+            FAILED => {}
+            _ => return,
         }
         self.readback.unmap();
         self.state.store(IDLE, Ordering::Release);
@@ -158,11 +171,12 @@ impl StageClock {
     }
 }
 
-/// Sums the intervals between consecutive timestamps by the group each one starts.
-fn stage_times(stages: &[Stage], ticks: &[u64], period_ns: f64) -> StageTimes {
+/// Sums the intervals between consecutive timestamps (`tick(k)` for the k-th of `stages`) by
+/// the group each one starts.
+fn stage_times(stages: &[Stage], tick: impl Fn(usize) -> u64, period_ns: f64) -> StageTimes {
     let mut t = StageTimes::default();
-    for (k, stage) in stages.iter().enumerate().take(ticks.len().saturating_sub(1)) {
-        let d = Duration::from_nanos((ticks[k + 1].saturating_sub(ticks[k]) as f64 * period_ns).round() as u64);
+    for (k, stage) in stages.iter().enumerate().take(stages.len().saturating_sub(1)) {
+        let d = Duration::from_nanos((tick(k + 1).saturating_sub(tick(k)) as f64 * period_ns).round() as u64);
         match stage {
             Stage::BroadPhase => t.broad_phase += d,
             Stage::NarrowPhase => t.narrow_phase += d,
@@ -185,14 +199,14 @@ mod tests {
         use Stage::*;
         let stages = [NarrowPhase, BroadPhase, NarrowPhase, Solve, Integrate, Solve, End];
         let ticks = [100, 110, 130, 160, 200, 250, 310];
-        let t = stage_times(&stages, &ticks, 2.0);
+        let t = stage_times(&stages, |k| ticks[k], 2.0);
         assert_eq!(t.narrow_phase, Duration::from_nanos(2 * (10 + 30)));
         assert_eq!(t.broad_phase, Duration::from_nanos(2 * 20));
         assert_eq!(t.solve, Duration::from_nanos(2 * (40 + 60)));
         assert_eq!(t.integrate, Duration::from_nanos(2 * 50));
         assert_eq!(t.total(), Duration::from_nanos(2 * 210));
         // A counter that wrapped or went backwards gives zero, not a huge interval.
-        let t = stage_times(&[Solve, End], &[50, 40], 1.0);
+        let t = stage_times(&[Solve, End], |k| [50, 40][k], 1.0);
         assert_eq!(t.solve, Duration::ZERO);
     }
 }
