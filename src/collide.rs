@@ -528,16 +528,19 @@ fn best_face(reference: &Posed, other: &Posed) -> (u32, f32) {
 /// Whether edges with adjacent face normals `(a, b)` on A and `(c, d)` on B (already negated)
 /// build a face of the Minkowski difference, i.e. their arcs cross on the Gauss map
 /// (Gregorius, "The Separating Axis Test between Convex Polyhedra", GDC 2013). Only those edge
-/// pairs can give a separating axis, which cuts the edge test from all pairs to a few.
-fn is_minkowski_face(a: Vec3, b: Vec3, c: Vec3, d: Vec3) -> bool {
-    let bxa = b.cross(a);
-    let dxc = d.cross(c);
+/// pairs can give a separating axis, which cuts the edge test from all pairs to a few. `bxa`
+/// is `b x a` and `dxc` is `d x c`, each computed once per edge.
+fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -> bool {
     let cba = c.dot(bxa);
     let dba = d.dot(bxa);
     let adc = a.dot(dxc);
     let bdc = b.dot(dxc);
     cba * dba < 0.0 && adc * bdc < 0.0 && cba * bdc > 0.0
 }
+
+/// Faces and edges a polytope pair test reads from small arrays filled once per pair (larger
+/// hulls compute them where they are used; both give the same numbers).
+const PAIR_CACHE: usize = 32;
 
 fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     let radii = a.shape.radius + b.shape.radius;
@@ -547,20 +550,43 @@ fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     if sep_a.max(sep_b) - radii >= margin {
         return Manifold::default();
     }
-    // Edge pairs that build Minkowski faces, found in B's frame: A's two normals are turned
-    // once per edge of A, B's are read as stored.
+    // Edge pairs that build Minkowski faces, found in B's frame: A's face normals are turned
+    // once each, B's are read as stored; B's edges (negated normals and their cross product)
+    // are read once per pair.
+    let a_faces = a.shape.face_count as usize;
+    let mut a_normals = [Vec3::ZERO; PAIR_CACHE];
+    let a_cached = a_faces <= PAIR_CACHE;
+    if a_cached {
+        for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
+            *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
+        }
+    }
+    let a_normal = |f: u32| if a_cached { a_normals[f as usize] } else { rotate_inv(b.orientation, a.face_plane(f).0) };
+    let b_edge = |eb: u32| {
+        let [_, _, fb0, fb1] = b.edge(eb);
+        let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
+        (c, d, d.cross(c))
+    };
+    let b_edges = b.shape.edge_count as usize;
+    let mut b_cache = [(Vec3::ZERO, Vec3::ZERO, Vec3::ZERO); PAIR_CACHE];
+    let b_cached = b_edges <= PAIR_CACHE;
+    if b_cached {
+        for (eb, e) in b_cache[..b_edges].iter_mut().enumerate() {
+            *e = b_edge(eb as u32);
+        }
+    }
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
     for ea in 0..a.shape.edge_count {
         let [a0, a1, fa0, fa1] = a.edge(ea);
         let (pa0, pa1) = (a.point(a0), a.point(a1));
-        let na0 = rotate_inv(b.orientation, a.face_plane(fa0).0);
-        let na1 = rotate_inv(b.orientation, a.face_plane(fa1).0);
+        let (na0, na1) = (a_normal(fa0), a_normal(fa1));
+        let na1xna0 = na1.cross(na0);
         for eb in 0..b.shape.edge_count {
-            let [b0, b1, fb0, fb1] = b.edge(eb);
-            let (nb0, nb1) = (b.local_face_normal(fb0), b.local_face_normal(fb1));
-            if !is_minkowski_face(na0, na1, -nb0, -nb1) {
+            let (c, d, dxc) = if b_cached { b_cache[eb as usize] } else { b_edge(eb) };
+            if !is_minkowski_face(na0, na1, na1xna0, c, d, dxc) {
                 continue;
             }
+            let [b0, b1, _, _] = b.edge(eb);
             let (pb0, pb1) = (b.point(b0), b.point(b1));
             let axis = (pa1 - pa0).cross(pb1 - pb0);
             let len = axis.length();

@@ -49,6 +49,18 @@ pub(crate) struct ContactState {
     deltas: Vec<[Vec3; 4]>,
     /// Scratch: bucket cursors.
     scratch: Vec<u32>,
+    /// Per manifold in `colored` order (the order the passes visit them, so they stream
+    /// through it), what its passes read that only positions change (see [`Prepared`]).
+    prepared: Vec<Prepared>,
+    /// Per body, the world inverse inertia at the current orientation (zero when not dynamic):
+    /// impulses then change a body's angular momentum by exactly `r x P`, so a pair conserves
+    /// it (the step-start inertia lost 0.6 % per step among tumbling bodies).
+    inertia: Vec<Mat3>,
+    /// Per body, its motion during a pass: one cache line a manifold reads and writes, where
+    /// the body, its properties and its inertia are three.
+    motions: Vec<Motion>,
+    /// Whether `prepared` and `inertia` are those of the current manifolds and positions.
+    prepared_valid: bool,
 }
 
 impl ContactState {
@@ -56,10 +68,30 @@ impl ContactState {
     pub fn new(grid: GridSpec) -> Self {
         Self { grid, ..Self::default() }
     }
+
+    /// Marks what the passes cached stale: positions or orientations moved.
+    pub fn positions_moved(&mut self) {
+        self.prepared_valid = false;
+    }
+}
+
+/// What every pass over one manifold reads that depends on positions and masses alone: the
+/// tangent basis, the points' lever arms and separations, and the effective masses of the
+/// unsplit bodies. Between two position updates these do not change, so the warm start and
+/// the iterations of a substep share one computation (the same arithmetic as computing them in
+/// each pass: results are bit-identical, and so is the agreement with the GPU).
+#[derive(Clone, Copy, Debug)]
+struct Prepared {
+    t1: Vec3,
+    t2: Vec3,
+    geo: [Geometry; 4],
+    /// Per point: `k_n`, `k11`, `k12`, `k22` (normal, then tangent block).
+    k: [[f32; 4]; 4],
 }
 
 /// A body's velocity while constraints act on it, and how impulses change it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
 pub(crate) struct Motion {
     pub v: Vec3,
     pub w: Vec3,
@@ -68,19 +100,6 @@ pub(crate) struct Motion {
 }
 
 impl Motion {
-    /// A body's motion, with the world inverse inertia of its *current* orientation: impulses
-    /// then change its angular momentum by exactly `r x P`, so a pair conserves it (the
-    /// step-start inertia lost 0.6 % per step among tumbling bodies).
-    pub(crate) fn of(b: &GpuBody, props: &GpuBodyProps) -> Self {
-        let dynamic = dynamic(props);
-        Self {
-            v: b.linear_velocity,
-            w: b.angular_velocity,
-            inv_mass: if dynamic { b.inv_mass } else { 0.0 },
-            inv_inertia: if dynamic { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO },
-        }
-    }
-
     #[inline]
     pub(crate) fn apply(&mut self, r: Vec3, impulse: Vec3) {
         self.v += self.inv_mass * impulse;
@@ -325,6 +344,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     let p = w.params;
     std::mem::swap(&mut cs.previous, &mut cs.manifolds);
     cs.manifolds.clear();
+    cs.prepared_valid = false;
     for pair in &cs.pairs {
         let (a, b) = (pair.a as usize, pair.b as usize);
         let posed = |i: usize| Posed {
@@ -458,26 +478,85 @@ pub(crate) enum Pass {
 /// One pass over every manifold: the colors in order (the manifolds of a color share no dynamic
 /// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi.
 pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
+    if !cs.prepared_valid {
+        prepare(w, cs);
+    }
+    let n = w.params.body_count as usize;
+    cs.motions.clear();
+    cs.motions.extend((0..n).map(|i| Motion {
+        v: w.bodies[i].linear_velocity,
+        w: w.bodies[i].angular_velocity,
+        inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
+        inv_inertia: cs.inertia[i],
+    }));
     let colors = w.params.max_colors as usize;
     for c in 0..colors {
         for k in cs.color_offsets[c]..cs.color_offsets[c + 1] {
             let i = cs.colored[k as usize] as usize;
             let (a, b) = (cs.manifolds[i].body_a as usize, cs.manifolds[i].body_b as usize);
-            let mut ma = Motion::of(&w.bodies[a], &w.props[a]);
-            let mut mb = Motion::of(&w.bodies[b], &w.props[b]);
-            manifold_pass(w, &mut cs.manifolds[i], &mut ma, &mut mb, pass);
-            store(w, a, &ma);
-            store(w, b, &mb);
+            let (mut ma, mut mb) = (cs.motions[a], cs.motions[b]);
+            manifold_pass(w, &mut cs.manifolds[i], &cs.prepared[k as usize], &mut ma, &mut mb, pass, false);
+            // Only dynamic bodies change: a static or kinematic one keeps its velocity.
+            if cs.dynamic[a] {
+                cs.motions[a] = ma;
+            }
+            if cs.dynamic[b] {
+                cs.motions[b] = mb;
+            }
         }
     }
     jacobi(w, cs, pass);
+    for (i, m) in cs.motions.iter().enumerate() {
+        if cs.dynamic[i] {
+            w.bodies[i].linear_velocity = m.v;
+            w.bodies[i].angular_velocity = m.w;
+        }
+    }
 }
 
-fn store(w: &mut BodyView, i: usize, m: &Motion) {
-    if dynamic(&w.props[i]) {
-        w.bodies[i].linear_velocity = m.v;
-        w.bodies[i].angular_velocity = m.w;
+/// Fills the per-body inertia and per-manifold [`Prepared`] caches for the current positions.
+fn prepare(w: &BodyView, cs: &mut ContactState) {
+    let n = w.params.body_count as usize;
+    cs.dynamic.clear();
+    cs.dynamic.extend(w.props[..n].iter().map(dynamic));
+    cs.inertia.clear();
+    cs.inertia.extend(w.bodies[..n].iter().zip(&w.props[..n]).map(|(b, props)| {
+        if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO }
+    }));
+    let motion = |i: usize| Motion {
+        inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
+        inv_inertia: cs.inertia[i],
+        ..Motion::default()
+    };
+    cs.prepared.clear();
+    for &i in &cs.colored {
+        let m = &cs.manifolds[i as usize];
+        let (ma, mb) = (motion(m.body_a as usize), motion(m.body_b as usize));
+        let n = m.normal;
+        let (t1, t2) = tangent_basis(n);
+        let mut p = Prepared {
+            t1,
+            t2,
+            geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
+            k: [[0.0; 4]; 4],
+        };
+        for k in 0..m.count as usize {
+            p.geo[k] = geometry(w, m, &m.points[k]);
+            p.k[k] = effective_masses(&ma, &mb, &p.geo[k], n, t1, t2);
+        }
+        cs.prepared.push(p);
     }
+    cs.prepared_valid = true;
+}
+
+/// `k_n`, `k11`, `k12`, `k22` of a contact between `ma` and `mb` at `g`.
+#[inline]
+fn effective_masses(ma: &Motion, mb: &Motion, g: &Geometry, n: Vec3, t1: Vec3, t2: Vec3) -> [f32; 4] {
+    let k_n = ma.inv_mass + mb.inv_mass + ma.rotational(g.ra, n, n) + mb.rotational(g.rb, n, n);
+    let tangent = |d: Vec3, e: Vec3| {
+        d.dot(e) * (ma.inv_mass + mb.inv_mass) + ma.rotational(g.ra, d, e) + mb.rotational(g.rb, d, e)
+    };
+    [k_n, tangent(t1, t1), tangent(t1, t2), tangent(t2, t2)]
 }
 
 /// The overflow, solved by mass-splitting Jacobi (Tonge, Benevolenski & Voroshilov 2012): every
@@ -501,15 +580,15 @@ fn jacobi(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
             inv_inertia: m.inv_inertia * cs.split[body] as f32,
             ..m
         };
-        let ma0 = split(a, Motion::of(&w.bodies[a], &w.props[a]));
-        let mb0 = split(b, Motion::of(&w.bodies[b], &w.props[b]));
+        let ma0 = split(a, cs.motions[a]);
+        let mb0 = split(b, cs.motions[b]);
         let (mut ma, mut mb) = (ma0, mb0);
-        manifold_pass(w, &mut cs.manifolds[i], &mut ma, &mut mb, pass);
+        manifold_pass(w, &mut cs.manifolds[i], &cs.prepared[k], &mut ma, &mut mb, pass, true);
         cs.deltas[i] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
     }
     // Gather: each dynamic body averages its sub-bodies (the adjacency lists every manifold).
     for body in 0..w.params.body_count as usize {
-        if cs.split[body] == 0 || !dynamic(&w.props[body]) {
+        if cs.split[body] == 0 || !cs.dynamic[body] {
             continue;
         }
         let (mut dv, mut dw) = (Vec3::ZERO, Vec3::ZERO);
@@ -528,8 +607,8 @@ fn jacobi(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
             }
         }
         let n = cs.split[body] as f32;
-        w.bodies[body].linear_velocity += dv / n;
-        w.bodies[body].angular_velocity += dw / n;
+        cs.motions[body].v += dv / n;
+        cs.motions[body].w += dw / n;
     }
 }
 
@@ -563,13 +642,14 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
 /// point, midway between the two surface points, so that equal and opposite impulses exert no
 /// net torque and the pair conserves angular momentum (levers to each body's own surface point
 /// made friction a torque couple: 4 % of a cloud's angular momentum lost in 2 s).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Geometry {
     ra: Vec3,
     rb: Vec3,
     separation: f32,
 }
 
+#[inline]
 fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
     let n = m.normal;
     let (a, b) = (m.body_a as usize, m.body_b as usize);
@@ -588,6 +668,7 @@ fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
 /// J: `P · (v before + v after) / 2` with `v` the relative velocity there, exact since `v`
 /// changes linearly with the impulse. Summed over a step, minus, it is what the manifold took.
 /// The work is only counted for manifolds that can bounce (`track`): nothing else reads it.
+#[inline]
 fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3, track: bool) -> f32 {
     if !track {
         ma.apply(g.ra, -impulse);
@@ -601,44 +682,51 @@ fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3, track
     impulse.dot(before + after) * 0.5
 }
 
-/// One pass over one manifold between motions `ma` and `mb`. The points' geometry depends on
-/// positions only, which no pass changes, so it is computed once per pass.
-fn manifold_pass(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Motion, pass: Pass) {
+/// One pass over one manifold between motions `ma` and `mb`, with its prepared geometry and,
+/// unless the bodies are `split` (the Jacobi overflow's sub-bodies), its prepared effective
+/// masses.
+fn manifold_pass(
+    w: &BodyView,
+    m: &mut GpuManifold,
+    prep: &Prepared,
+    ma: &mut Motion,
+    mb: &mut Motion,
+    pass: Pass,
+    split: bool,
+) {
     let p = w.params;
     let n = m.normal;
-    let (t1, t2) = tangent_basis(n);
+    let (t1, t2) = (prep.t1, prep.t2);
     let count = m.count as usize;
     let track = m.restitution > 0.0;
-    let mut geo = [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4];
-    for (g, c) in geo.iter_mut().zip(&m.points[..count]) {
-        *g = geometry(w, m, c);
-    }
+    let geo = &prep.geo;
     match pass {
         Pass::WarmStart => {
-            for (c, g) in m.points[..count].iter().zip(&geo) {
+            for (c, g) in m.points[..count].iter().zip(geo) {
                 let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
                 m.absorbed -= apply_at(ma, mb, g, impulse, track);
             }
         }
         Pass::Solve(use_bias) => {
+            let mut k = prep.k;
+            if split {
+                for (k, g) in k.iter_mut().zip(geo).take(count) {
+                    *k = effective_masses(ma, mb, g, n, t1, t2);
+                }
+            }
             let soft = softness(p, ma, mb);
-            coarse_correction(p, m, &geo, ma, mb, soft, use_bias);
-            for (c, g) in m.points[..count].iter_mut().zip(&geo) {
+            coarse_correction(p, m, geo, ma, mb, soft, use_bias);
+            for ((c, g), k) in m.points[..count].iter_mut().zip(geo).zip(&k) {
                 let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
-                let k_n = ma.inv_mass + mb.inv_mass + ma.rotational(g.ra, n, n) + mb.rotational(g.rb, n, n);
                 let vn = n.dot(mb.at(g.rb) - ma.at(g.ra));
-                let impulse = -mass_scale / k_n * (vn + bias) - impulse_scale * c.normal_impulse;
+                let impulse = -mass_scale / k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
                 let new_impulse = (c.normal_impulse + impulse).max(0.0);
                 let applied = new_impulse - c.normal_impulse;
                 c.normal_impulse = new_impulse;
                 c.max_normal_impulse = c.max_normal_impulse.max(applied);
                 m.absorbed -= apply_at(ma, mb, g, applied * n, track);
             }
-            for (c, g) in m.points[..count].iter_mut().zip(&geo) {
-                let tangent = |d: Vec3, e: Vec3| {
-                    d.dot(e) * (ma.inv_mass + mb.inv_mass) + ma.rotational(g.ra, d, e) + mb.rotational(g.rb, d, e)
-                };
-                let (k11, k12, k22) = (tangent(t1, t1), tangent(t1, t2), tangent(t2, t2));
+            for ((c, g), k) in m.points[..count].iter_mut().zip(geo).zip(&k) {
                 let dv = mb.at(g.rb) - ma.at(g.ra);
                 let (vt1, vt2) = (t1.dot(dv), t2.dot(dv));
                 let (j1, j2) = friction_update(
@@ -646,9 +734,9 @@ fn manifold_pass(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Mo
                     c.tangent_impulse_2,
                     vt1,
                     vt2,
-                    k11,
-                    k12,
-                    k22,
+                    k[1],
+                    k[2],
+                    k[3],
                     m.friction * c.normal_impulse,
                 );
                 let impulse = (j1 - c.tangent_impulse_1) * t1 + (j2 - c.tangent_impulse_2) * t2;

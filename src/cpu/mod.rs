@@ -210,6 +210,7 @@ impl Solver for CpuSolver {
             }
             laps.lap(&mut t.particles);
             stages::integrate_positions(&mut self.buffers());
+            self.contacts_state.positions_moved();
             laps.lap(&mut t.integrate);
             particles::advance_particles(&self.params, &self.geometry, &self.colliders, &mut self.particles);
             laps.lap(&mut t.particles);
