@@ -34,6 +34,9 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         hi = max(hi, x);
         reach = max(reach, length3(local));
     }
+    // The AABB grows by how far any point can move in a step; the pair margin uses the pair's
+    // relative velocity and each body's spin, kept in the AABB's w.
+    let spin = params.dt * (length3(b.angular_velocity) * (reach + sh.radius));
     let travel = params.dt * (length3(b.linear_velocity) + length3(b.angular_velocity) * (reach + sh.radius));
     let margin = 0.5 * params.speculative_distance + travel;
     let grow = vec3<f32>(sh.radius + margin);
@@ -43,7 +46,7 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     work[w] = bitcast<u32>(mn.x);
     work[w + 1u] = bitcast<u32>(mn.y);
     work[w + 2u] = bitcast<u32>(mn.z);
-    work[w + 3u] = bitcast<u32>(margin);
+    work[w + 3u] = bitcast<u32>(spin);
     work[w + 4u] = bitcast<u32>(mx.x);
     work[w + 5u] = bitcast<u32>(mx.y);
     work[w + 6u] = bitcast<u32>(mx.z);
@@ -256,6 +259,13 @@ fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
     return vn;
 }
 
+// The distance within which a pair gets speculative contacts: the speculative distance plus how
+// far the two can close in a step, from their relative velocity and each one's spin. Twin of
+// `pair_margin` in src/cpu/contacts.rs.
+fn pair_margin(a: Body, b: Body, spin_a: f32, spin_b: f32) -> f32 {
+    return params.speculative_distance + params.dt * length3(b.linear_velocity - a.linear_velocity) + (spin_a + spin_b);
+}
+
 // Per pair: its contacts as a candidate manifold (warm starting happens when manifolds are
 // compacted), and a flag saying whether it has any.
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -274,7 +284,7 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let bb = bodies[b];
     let pa = Posed(shapes[props[a].shape], ba.position, ba.orientation);
     let pb = Posed(shapes[props[b].shape], bb.position, bb.orientation);
-    let margin = aabb_min(a).w + aabb_min(b).w;
+    let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
     let contact = collide(pa, pb, margin);
     work[work_layout.flags + p] = select(0u, 1u, contact.count > 0u);
     if contact.count == 0u {

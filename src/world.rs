@@ -73,8 +73,9 @@ pub struct SolverSettings {
     pub stabilization: Stabilization,
     /// Approach speed above which restitution applies, m/s. Default 1.
     pub restitution_threshold: f32,
-    /// Contacts are created this far before touching, m, plus the distance a point can travel
-    /// in one step, so that fast bodies meet the plane instead of passing it. Default 0.02.
+    /// Contacts are created this far before touching, m, plus the distance the two sides can
+    /// close in one step (a point's travel against a plane, the relative motion of two bodies),
+    /// so that fast bodies meet what they hit instead of passing it. Default 0.02.
     pub speculative_distance: f32,
     /// Largest speed at which penetration is pushed out, m/s. Default 3.
     pub max_push_velocity: f32,

@@ -16,7 +16,7 @@ use crate::math::{kinetic_energy, rotate, tangent_basis, world_inverse_inertia};
 /// keep their capacity, so a step allocates only when a scene grows.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ContactState {
-    /// Per body: AABB min (xyz) and its margin (w).
+    /// Per body: AABB min (xyz) and how far its spin can move its surface in a step (w).
     aabb_min: Vec<Vec4>,
     /// Per body: AABB max.
     aabb_max: Vec<Vec3>,
@@ -248,9 +248,13 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
             hi = hi.max(x);
             reach = reach.max(local.length());
         }
+        // The AABB grows by how far any point of the body can move in a step; the pair's
+        // contact margin (`collide_pairs`) uses the pair's relative velocity and each body's
+        // spin, kept in `w`.
+        let spin = p.dt * (b.angular_velocity.length() * (reach + sh.radius));
         let travel = p.dt * (b.linear_velocity.length() + b.angular_velocity.length() * (reach + sh.radius));
         let margin = 0.5 * p.speculative_distance + travel;
-        cs.aabb_min.push((lo - Vec3::splat(sh.radius + margin)).extend(margin));
+        cs.aabb_min.push((lo - Vec3::splat(sh.radius + margin)).extend(spin));
         cs.aabb_max.push(hi + Vec3::splat(sh.radius + margin));
     }
     let overlaps = |cs: &ContactState, i: usize, j: usize| {
@@ -337,6 +341,15 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.pairs.sort_unstable();
 }
 
+/// The distance within which a pair gets speculative contacts, m: the speculative distance
+/// plus how far the two can close in a step, from their *relative* velocity and each one's spin
+/// (`spin_a`, `spin_b`: `dt |ω| reach`). Bodies falling side by side at the same speed close
+/// nothing, so they make no contacts where per-body travel made one between every neighbour.
+/// Twin of `pair_margin` in shaders/broad_phase.wgsl.
+pub(crate) fn pair_margin(p: &StepParams, a: &GpuBody, b: &GpuBody, spin_a: f32, spin_b: f32) -> f32 {
+    p.speculative_distance + p.dt * (b.linear_velocity - a.linear_velocity).length() + (spin_a + spin_b)
+}
+
 /// The contacts of every candidate pair, as manifolds in pair order (pairs without contacts
 /// leave none). A contact whose pair and feature key were in contact last step starts from
 /// last step's impulses and the manifold keeps its color as the coloring's seed.
@@ -355,7 +368,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
             topology: w.topology,
         };
         let (pa, pb) = (posed(a), posed(b));
-        let margin = cs.aabb_min[a].w + cs.aabb_min[b].w;
+        let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
         let contact = collide(&pa, &pb, margin);
         if contact.count == 0 {
             continue;
