@@ -474,13 +474,18 @@ fn segment_face(a: Posed, b: Posed, face: u32, margin: f32) -> Contacts {
     return m;
 }
 
-fn best_face(reference: Posed, other: Posed) -> FaceHit {
+// The face of `reference` that separates it most from `other`, stopping at the first face
+// that keeps them `margin` apart (`value - radii >= margin`: no contact, whatever the others).
+fn best_face(reference: Posed, other: Posed, radii: f32, margin: f32) -> FaceHit {
     var best = FaceHit(0u, -3.4028235e38);
     for (var f = 0u; f < reference.shape.face_count; f++) {
         let plane = face_plane(reference, f);
         let s = min_along(other, plane.n) - plane.offset;
         if s > best.value {
             best = FaceHit(f, s);
+            if s - radii >= margin {
+                break;
+            }
         }
     }
     return best;
@@ -660,10 +665,13 @@ fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii
 
 fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     let radii = a.shape.radius + b.shape.radius;
-    let fa = best_face(a, b);
-    let fb = best_face(b, a);
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
-    if max(fa.value, fb.value) - radii >= margin {
+    let fa = best_face(a, b, radii, margin);
+    if fa.value - radii >= margin {
+        return empty_contacts(vec3<f32>(0.0));
+    }
+    let fb = best_face(b, a, radii, margin);
+    if fb.value - radii >= margin {
         return empty_contacts(vec3<f32>(0.0));
     }
     // Edge pairs that build Minkowski faces, found in B's frame.

@@ -95,11 +95,21 @@ impl Posed<'_> {
     /// The smallest `d · x` over the core's points (its support in direction `-d`), world.
     fn min_along(&self, d: Vec3) -> f32 {
         let local = rotate_inv(self.orientation, d);
-        let mut best = f32::MAX;
-        for k in 0..self.shape.point_count {
-            best = best.min(local.dot(self.local_point(k)));
+        let first = self.shape.first_point as usize;
+        let points = &self.geometry[first..first + self.shape.point_count as usize];
+        // Four running minima (the minimum is exact in any order, so this is the WGSL loop's
+        // value), which the compiler can keep in one register.
+        let mut lanes = [f32::MAX; 4];
+        let mut chunks = points.chunks_exact(4);
+        for c in &mut chunks {
+            for (lane, p) in lanes.iter_mut().zip(c) {
+                *lane = lane.min(local.dot(p.truncate()));
+            }
         }
-        best + d.dot(self.position)
+        for p in chunks.remainder() {
+            lanes[0] = lanes[0].min(local.dot(p.truncate()));
+        }
+        lanes[0].min(lanes[1]).min(lanes[2].min(lanes[3])) + d.dot(self.position)
     }
 }
 
@@ -512,14 +522,19 @@ fn segment_face(a: &Posed, b: &Posed, face: u32, margin: f32) -> Manifold {
     m
 }
 
-/// The face of `reference` that separates it most from `other`: (face, separation).
-fn best_face(reference: &Posed, other: &Posed) -> (u32, f32) {
+/// The face of `reference` that separates it most from `other`: (face, separation), stopping
+/// at the first face that keeps them `margin` apart (`separation - radii >= margin`: no
+/// contact, whatever the other faces say), so a separated pair costs part of a scan.
+fn best_face(reference: &Posed, other: &Posed, radii: f32, margin: f32) -> (u32, f32) {
     let mut best = (0, f32::MIN);
     for f in 0..reference.shape.face_count {
         let (n, offset) = reference.face_plane(f);
         let s = other.min_along(n) - offset;
         if s > best.1 {
             best = (f, s);
+            if s - radii >= margin {
+                break;
+            }
         }
     }
     best
@@ -544,10 +559,13 @@ const PAIR_CACHE: usize = 32;
 
 fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     let radii = a.shape.radius + b.shape.radius;
-    let (face_a, sep_a) = best_face(a, b);
-    let (face_b, sep_b) = best_face(b, a);
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
-    if sep_a.max(sep_b) - radii >= margin {
+    let (face_a, sep_a) = best_face(a, b, radii, margin);
+    if sep_a - radii >= margin {
+        return Manifold::default();
+    }
+    let (face_b, sep_b) = best_face(b, a, radii, margin);
+    if sep_b - radii >= margin {
         return Manifold::default();
     }
     // Edge pairs that build Minkowski faces, found in B's frame: A's face normals are turned
