@@ -49,8 +49,12 @@ pub(crate) struct ContactState {
     deltas: Vec<[Vec3; 4]>,
     /// Scratch: bucket cursors.
     scratch: Vec<u32>,
-    /// Per manifold in `colored` order (the order the passes visit them, so they stream
-    /// through it), what its passes read that only positions change (see [`Prepared`]).
+    /// This step's manifolds in `colored` order, from the coloring to the end of the step: the
+    /// passes visit them in this order, so they stream through memory instead of hopping
+    /// across the pair-ordered array. [`finish_step`] writes them back.
+    solving: Vec<GpuManifold>,
+    /// Per manifold in `colored` order, what its passes read that only positions change (see
+    /// [`Prepared`]).
     prepared: Vec<Prepared>,
     /// Per body, the world inverse inertia at the current orientation (zero when not dynamic):
     /// impulses then change a body's angular momentum by exactly `r x P`, so a pair conserves
@@ -433,6 +437,16 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
         m.color = c;
     }
     bucket_by_color(p, cs);
+    cs.solving.clear();
+    cs.solving.extend(cs.colored.iter().map(|&i| cs.manifolds[i as usize]));
+}
+
+/// Writes the solved manifolds (impulses, work) back in pair order, where the next step's warm
+/// start, the statistics and the readers find them. Ends a step's manifold passes.
+pub(crate) fn finish_step(cs: &mut ContactState) {
+    for (m, &i) in cs.solving.iter().zip(&cs.colored) {
+        cs.manifolds[i as usize] = *m;
+    }
 }
 
 fn bucket_by_color(p: &StepParams, cs: &mut ContactState) {
@@ -505,10 +519,10 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     let colors = w.params.max_colors as usize;
     for c in 0..colors {
         for k in cs.color_offsets[c]..cs.color_offsets[c + 1] {
-            let i = cs.colored[k as usize] as usize;
-            let (a, b) = (cs.manifolds[i].body_a as usize, cs.manifolds[i].body_b as usize);
+            let k = k as usize;
+            let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
             let (mut ma, mut mb) = (cs.motions[a], cs.motions[b]);
-            manifold_pass(w, &mut cs.manifolds[i], &cs.prepared[k as usize], &mut ma, &mut mb, pass, false);
+            manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, false);
             // Only dynamic bodies change: a static or kinematic one keeps its velocity.
             if cs.dynamic[a] {
                 cs.motions[a] = ma;
@@ -542,8 +556,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         ..Motion::default()
     };
     cs.prepared.clear();
-    for &i in &cs.colored {
-        let m = &cs.manifolds[i as usize];
+    for m in &cs.solving {
         let (ma, mb) = (motion(m.body_a as usize), motion(m.body_b as usize));
         let n = m.normal;
         let (t1, t2) = tangent_basis(n);
@@ -587,7 +600,7 @@ fn jacobi(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
     cs.deltas.resize(cs.manifolds.len(), [Vec3::ZERO; 4]);
     for k in start..cs.colored.len() {
         let i = cs.colored[k] as usize;
-        let (a, b) = (cs.manifolds[i].body_a as usize, cs.manifolds[i].body_b as usize);
+        let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
         let split = |body: usize, m: Motion| Motion {
             inv_mass: m.inv_mass * cs.split[body] as f32,
             inv_inertia: m.inv_inertia * cs.split[body] as f32,
@@ -596,7 +609,7 @@ fn jacobi(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
         let ma0 = split(a, cs.motions[a]);
         let mb0 = split(b, cs.motions[b]);
         let (mut ma, mut mb) = (ma0, mb0);
-        manifold_pass(w, &mut cs.manifolds[i], &cs.prepared[k], &mut ma, &mut mb, pass, true);
+        manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, true);
         cs.deltas[i] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
     }
     // Gather: each dynamic body averages its sub-bodies (the adjacency lists every manifold).

@@ -224,6 +224,7 @@ impl Solver for CpuSolver {
         stages::restitution(&mut self.buffers());
         if bodies {
             self.manifold_passes(Pass::Restitution, 1);
+            contacts::finish_step(&mut self.contacts_state);
         }
         laps.lap(&mut t.solve);
         self.stage_times = t;
