@@ -28,6 +28,9 @@ pub(crate) struct ContactState {
     cell_start: Vec<u32>,
     /// Bodies too large for the grid.
     large: Vec<u32>,
+    /// Per sorted grid item: its body's AABB, the body and whether it is dynamic, so a cell's
+    /// scan reads one contiguous run instead of hopping to each body's AABB.
+    sorted: Vec<SortedItem>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
     /// Manifolds of this step, in pair order.
@@ -91,6 +94,15 @@ struct Prepared {
     geo: [Geometry; 4],
     /// Per point: `k_n`, `k11`, `k12`, `k22` (normal, then tangent block).
     k: [[f32; 4]; 4],
+}
+
+/// A grid item of the broad phase in sorted order (see `ContactState::sorted`).
+#[derive(Clone, Copy, Debug, Default)]
+struct SortedItem {
+    lo: Vec3,
+    body: u32,
+    hi: Vec3,
+    dynamic: bool,
 }
 
 /// A body's velocity while constraints act on it, and how impulses change it.
@@ -293,6 +305,11 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     // The GPU's stable radix sort by hash keeps a cell's bodies in index order: sorting by
     // (hash, body) gives the same order without the stable sort's allocation.
     cs.cells.sort_unstable();
+    cs.sorted.clear();
+    cs.sorted.extend(cs.cells.iter().map(|&[_, j]| {
+        let j = j as usize;
+        SortedItem { lo: cs.aabb_min[j].truncate(), body: j as u32, hi: cs.aabb_max[j], dynamic: dynamic(&w.props[j]) }
+    }));
     cs.cell_start.clear();
     cs.cell_start.resize(large_key as usize, u32::MAX);
     for k in 0..n {
@@ -304,6 +321,7 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     for k in 0..n {
         let [key, i] = cs.cells[k];
         let iu = i as usize;
+        let me = cs.sorted[k];
         if key < large_key {
             let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
             let to = grid.cell(cs.aabb_max[iu]);
@@ -320,9 +338,14 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
                         seen_count += 1;
                         let mut e = cs.cell_start[h as usize] as usize;
                         while e < n && cs.cells[e][0] == h {
-                            let j = cs.cells[e][1];
-                            if j > i && overlaps(cs, iu, j as usize) {
-                                cs.pairs.push(GpuPair { a: i, b: j });
+                            // `overlaps`, on the sorted copy.
+                            let o = cs.sorted[e];
+                            if o.body > i
+                                && o.lo.cmple(me.hi).all()
+                                && me.lo.cmple(o.hi).all()
+                                && (me.dynamic || o.dynamic)
+                            {
+                                cs.pairs.push(GpuPair { a: i, b: o.body });
                             }
                             e += 1;
                         }
