@@ -717,7 +717,7 @@ fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
 /// J: `P · (v before + v after) / 2` with `v` the relative velocity there, exact since `v`
 /// changes linearly with the impulse. Summed over a step, minus, it is what the manifold took.
 /// The work is only counted for manifolds that can bounce (`track`): nothing else reads it.
-#[inline]
+#[inline(always)]
 fn apply_at(ma: &mut Motion, mb: &mut Motion, g: &Geometry, impulse: Vec3, track: bool) -> f32 {
     if !track {
         ma.apply(g.ra, -impulse);
