@@ -98,10 +98,11 @@ fn equal_spheres_exchange_velocities() {
     }
 }
 
-/// The speculative margin of a pair follows how fast the two close, not how fast each moves:
-/// two boxes 5 cm apart falling side by side at 20 m/s (each travels 33 cm per step) get no
-/// contact, while the same boxes closing at 6 m/s from 9 cm get one before they touch, and
-/// stop on it without passing into each other (penetration under 1 cm, e = 0).
+/// The speculative margin of a pair follows how fast the two can close, not how fast each
+/// moves: two boxes 5 cm apart falling side by side at 20 m/s (each travels 33 cm per step)
+/// get no contact; the same boxes one above the other landing at 20 m/s on a plane, where the
+/// lower one stops within a step and the upper one does not, never overlap by 1 cm; and boxes
+/// closing at 6 m/s from 9 cm get a contact before they touch and stop on it (e = 0).
 #[test]
 fn speculative_margin_follows_the_closing_speed() {
     let pair = |gap: f32, v_a: Vec3, v_b: Vec3| {
@@ -123,6 +124,28 @@ fn speculative_margin_follows_the_closing_speed() {
         solver.step();
         let stats = solver.stats().unwrap();
         assert_eq!(stats.contacts, 0, "{}: side by side", solver.backend());
+    }
+    // One above the other, falling together onto a plane: the lower box stops on it within
+    // the step, the upper one does not, so the pair needs its contact before the landing.
+    let mut world = World::new(contacts_desc(Vec3::ZERO)).unwrap();
+    world.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+    let cube = |y: f32| {
+        RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+            .position(Vec3::new(0.0, y, 0.0))
+            .linear_velocity(falling)
+            .restitution(0.0)
+            .friction(0.0)
+    };
+    let lower = world.add_body(cube(0.6)).unwrap();
+    let upper = world.add_body(cube(1.65)).unwrap();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        for _ in 0..30 {
+            solver.step();
+            let (pl, pu) = (solver.body_state(lower).unwrap().position, solver.body_state(upper).unwrap().position);
+            let gap = (pu.y - pl.y) - 1.0;
+            assert!(gap > -0.01, "{name}: the upper box sank {} m into the lower one", -gap);
+        }
     }
     let (world, a, b) = pair(0.09, Vec3::new(3.0, 0.0, 0.0), Vec3::new(-3.0, 0.0, 0.0));
     for mut solver in common::solvers(&world) {

@@ -33,7 +33,8 @@ pub(crate) struct ContactState {
     sorted: Vec<SortedItem>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
-    /// Manifolds of this step, in pair order.
+    /// Manifolds of this step, in pair order. From the coloring to the end of the step the
+    /// passes work on `solving`; [`finish_step`] brings the impulses back here.
     pub manifolds: Vec<GpuManifold>,
     /// Last step's manifolds (warm starting, color seeds).
     previous: Vec<GpuManifold>,
@@ -368,13 +369,21 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.pairs.sort_unstable();
 }
 
-/// The distance within which a pair gets speculative contacts, m: the speculative distance
-/// plus how far the two can close in a step, from their *relative* velocity and each one's spin
-/// (`spin_a`, `spin_b`: `dt |ω| reach`). Bodies falling side by side at the same speed close
-/// nothing, so they make no contacts where per-body travel made one between every neighbour.
-/// Twin of `pair_margin` in shaders/broad_phase.wgsl.
+/// The distance within which a pair gets speculative contacts, m: the speculative distance,
+/// each one's spin (`spin_a`, `spin_b`: `dt |ω| (reach + radius)`), and how far the two can
+/// close in a step: the larger of their relative speed and each one's speed along the line
+/// between their centres, since either may be stopped by another contact within the step
+/// (two boxes falling onto the ground one above the other: the lower one stops, the upper one
+/// keeps its speed). Bodies falling side by side close nothing either way, so they make no
+/// contacts, where the sum of the two bodies' travels made one between every pair of
+/// neighbours. It is never more than that sum. Twin of `pair_margin` in shaders/broad_phase.wgsl.
 pub(crate) fn pair_margin(p: &StepParams, a: &GpuBody, b: &GpuBody, spin_a: f32, spin_b: f32) -> f32 {
-    p.speculative_distance + p.dt * (b.linear_velocity - a.linear_velocity).length() + (spin_a + spin_b)
+    let d = b.position - a.position;
+    let len = d.length();
+    let u = if len > 0.0 { d / len } else { Vec3::ZERO };
+    let alone = a.linear_velocity.dot(u).abs().max(b.linear_velocity.dot(u).abs());
+    let closing = (b.linear_velocity - a.linear_velocity).length().max(alone);
+    p.speculative_distance + p.dt * closing + (spin_a + spin_b)
 }
 
 /// The contacts of every candidate pair, as manifolds in pair order (pairs without contacts
@@ -460,6 +469,8 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
         m.color = c;
     }
     bucket_by_color(p, cs);
+    // The passes' caches follow `solving`'s order: rebuilt at the first pass.
+    cs.prepared_valid = false;
     cs.solving.clear();
     cs.solving.extend(cs.colored.iter().map(|&i| cs.manifolds[i as usize]));
 }
@@ -526,8 +537,13 @@ pub(crate) enum Pass {
 }
 
 /// One pass over every manifold: the colors in order (the manifolds of a color share no dynamic
-/// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi.
+/// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi. Runs
+/// after [`color`] in a step; the caller says [`ContactState::positions_moved`] whenever
+/// bodies move between passes and ends the step's passes with [`finish_step`].
 pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
+    if cs.solving.is_empty() {
+        return;
+    }
     if !cs.prepared_valid {
         prepare(w, cs);
     }
