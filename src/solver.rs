@@ -54,9 +54,21 @@ pub struct StageTimes {
 }
 
 impl StageTimes {
+    /// Every group with its name (the field's), in the order of the fields.
+    pub fn groups(&self) -> [(&'static str, std::time::Duration); 6] {
+        [
+            ("broad_phase", self.broad_phase),
+            ("narrow_phase", self.narrow_phase),
+            ("coloring", self.coloring),
+            ("solve", self.solve),
+            ("integrate", self.integrate),
+            ("particles", self.particles),
+        ]
+    }
+
     /// The sum over the groups: the step.
     pub fn total(&self) -> std::time::Duration {
-        self.broad_phase + self.narrow_phase + self.coloring + self.solve + self.integrate + self.particles
+        self.groups().iter().map(|&(_, d)| d).sum()
     }
 }
 

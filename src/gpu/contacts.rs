@@ -551,20 +551,7 @@ impl GpuContacts {
 
     /// Reads `count` words of the arena from word `offset`, waiting for the GPU.
     pub fn read_words(&self, device: &wgpu::Device, queue: &wgpu::Queue, offset: u32, count: u32) -> Result<Vec<u32>> {
-        let bytes = 4 * count.max(1) as u64;
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("work_readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder =
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("work_readback") });
-        encoder.copy_buffer_to_buffer(&self.work, 4 * offset as u64, &staging, 0, bytes);
-        queue.submit([encoder.finish()]);
-        let mut words: Vec<u32> = super::solver::read_buffer(device, &staging)?;
-        words.truncate(count as usize);
-        Ok(words)
+        super::solver::read_words(device, queue, &self.work, "work_readback", offset, count)
     }
 
     /// The manifolds of the step of parity `parity`, read back.

@@ -593,6 +593,31 @@ impl Solver for GpuSolver {
 }
 
 /// Maps a readback buffer, waits for the GPU and copies it out.
+/// `count` words of `buffer` from word `offset`, copied to a staging buffer and read back
+/// (waits for the GPU; for tests and debugging, never inside a step).
+pub(crate) fn read_words(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    buffer: &wgpu::Buffer,
+    label: &str,
+    offset: u32,
+    count: u32,
+) -> Result<Vec<u32>> {
+    let bytes = 4 * count.max(1) as u64;
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    encoder.copy_buffer_to_buffer(buffer, 4 * offset as u64, &staging, 0, bytes);
+    queue.submit([encoder.finish()]);
+    let mut words: Vec<u32> = read_buffer(device, &staging)?;
+    words.truncate(count as usize);
+    Ok(words)
+}
+
 pub(crate) fn read_buffer<T: Pod>(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<Vec<T>> {
     let (sender, receiver) = mpsc::channel();
     buffer.map_async(wgpu::MapMode::Read, .., move |result| {
