@@ -25,6 +25,56 @@ fn find_previous(a: u32, b: u32) -> i32 {
     return -1;
 }
 
+// No old point seeds this one.
+const NO_POINT: u32 = 0xffffffffu;
+
+// Seeds a new manifold's impulses from last step's manifold of the pair: each point takes the
+// impulses of the old point with its key, else of the nearest old point within
+// WARM_START_RADIUS that no key claims and no earlier point took, when the normal barely
+// turned. Twin of `warm_start` in src/cpu/contacts.rs.
+fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
+    var taken = array<bool, 4>(false, false, false, false);
+    var source = array<u32, 4>(NO_POINT, NO_POINT, NO_POINT, NO_POINT);
+    for (var k = 0u; k < (*m).count; k++) {
+        for (var j = 0u; j < prev.count; j++) {
+            if prev.points[j].key == (*m).points[k].key {
+                source[k] = j;
+                taken[j] = true;
+                break;
+            }
+        }
+    }
+    if dot3(prev.normal, (*m).normal) >= WARM_START_MIN_COS {
+        for (var k = 0u; k < (*m).count; k++) {
+            if source[k] != NO_POINT {
+                continue;
+            }
+            var best = WARM_START_RADIUS * WARM_START_RADIUS;
+            var best_j = NO_POINT;
+            for (var j = 0u; j < prev.count; j++) {
+                let d = prev.points[j].core_a - (*m).points[k].core_a;
+                let d2 = dot3(d, d);
+                if !taken[j] && d2 < best {
+                    best = d2;
+                    best_j = j;
+                }
+            }
+            if best_j != NO_POINT {
+                source[k] = best_j;
+                taken[best_j] = true;
+            }
+        }
+    }
+    for (var k = 0u; k < (*m).count; k++) {
+        let j = source[k];
+        if j != NO_POINT {
+            (*m).points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
+            (*m).points[k].tangent_impulse_1 = params.warm_start_scale * prev.points[j].tangent_impulse_1;
+            (*m).points[k].tangent_impulse_2 = params.warm_start_scale * prev.points[j].tangent_impulse_2;
+        }
+    }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -46,16 +96,7 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if old >= 0 {
         let prev = previous[u32(old)];
         m.color = prev.color;
-        for (var k = 0u; k < m.count; k++) {
-            for (var j = 0u; j < prev.count; j++) {
-                if prev.points[j].key == m.points[k].key {
-                    m.points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
-                    m.points[k].tangent_impulse_1 = params.warm_start_scale * prev.points[j].tangent_impulse_1;
-                    m.points[k].tangent_impulse_2 = params.warm_start_scale * prev.points[j].tangent_impulse_2;
-                    break;
-                }
-            }
-        }
+        warm_start(prev, &m);
     }
     if m.color >= params.max_colors || params.coloring_rounds == 0u {
         m.color = NO_COLOR;

@@ -4,7 +4,7 @@
 
 use glam::{Mat3, Vec3, Vec4};
 
-use crate::collide::{Posed, collide};
+use crate::collide::{Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide};
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody, KIND_DYNAMIC,
@@ -434,23 +434,61 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
                 (bb.linear_velocity + bb.angular_velocity.cross(rb))
                     - (ba.linear_velocity + ba.angular_velocity.cross(ra)),
             );
-            let warm = old
-                .and_then(|o| o.points[..o.count as usize].iter().find(|q| q.key == c.key).copied())
-                .unwrap_or_default();
-            let scale = p.warm_start_scale;
             m.points[k] = GpuManifoldPoint {
                 core_a: c.core_a,
                 base_separation: c.separation - n.dot(c.core_b - c.core_a),
                 core_b: c.core_b,
-                normal_impulse: scale * warm.normal_impulse,
-                tangent_impulse_1: scale * warm.tangent_impulse_1,
-                tangent_impulse_2: scale * warm.tangent_impulse_2,
                 approach_velocity: super::stages::approach_velocity(vn, c.separation, gravity_n),
                 key: c.key,
                 ..GpuManifoldPoint::default()
             };
         }
+        if let Some(old) = &old {
+            warm_start(old, &mut m, p.warm_start_scale);
+        }
         cs.manifolds.push(m);
+    }
+}
+
+/// Seeds a new manifold's impulses from last step's manifold of the same pair: each point
+/// takes the impulses of the old point with its feature key, else of the nearest old point
+/// within [`WARM_START_RADIUS`] that no key claims and no earlier point took, when the normal
+/// barely turned. Twin of the warm start in `compact_manifolds` (shaders/manifolds.wgsl).
+pub(crate) fn warm_start(old: &GpuManifold, m: &mut GpuManifold, scale: f32) {
+    let (old_count, count) = (old.count as usize, m.count as usize);
+    let mut taken = [false; crate::collide::MAX_MANIFOLD_POINTS];
+    let mut source = [usize::MAX; crate::collide::MAX_MANIFOLD_POINTS];
+    for (k, c) in m.points[..count].iter().enumerate() {
+        if let Some(j) = old.points[..old_count].iter().position(|q| q.key == c.key) {
+            source[k] = j;
+            taken[j] = true;
+        }
+    }
+    if old.normal.dot(m.normal) >= WARM_START_MIN_COS {
+        for (source, c) in source.iter_mut().zip(&m.points[..count]) {
+            if *source != usize::MAX {
+                continue;
+            }
+            let mut best = (WARM_START_RADIUS * WARM_START_RADIUS, usize::MAX);
+            for (j, q) in old.points[..old_count].iter().enumerate() {
+                let d = (q.core_a - c.core_a).length_squared();
+                if !taken[j] && d < best.0 {
+                    best = (d, j);
+                }
+            }
+            if best.1 != usize::MAX {
+                *source = best.1;
+                taken[best.1] = true;
+            }
+        }
+    }
+    for (c, &j) in m.points[..count].iter_mut().zip(&source) {
+        if j != usize::MAX {
+            let q = &old.points[j];
+            c.normal_impulse = scale * q.normal_impulse;
+            c.tangent_impulse_1 = scale * q.tangent_impulse_1;
+            c.tangent_impulse_2 = scale * q.tangent_impulse_2;
+        }
     }
 }
 
@@ -976,5 +1014,64 @@ fn restitution(w: &BodyView, m: &mut GpuManifold, ma: &mut Motion, mb: &mut Moti
     mb.w = b0.w + alpha * (mb.w - b0.w);
     for c in &mut m.points[..m.count as usize] {
         c.normal_impulse -= (1.0 - alpha) * c.restitution_impulse;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Quat;
+
+    fn point(core_a: Vec3, key: u32, normal_impulse: f32) -> GpuManifoldPoint {
+        GpuManifoldPoint { core_a, key, normal_impulse, tangent_impulse_1: 0.5 * normal_impulse, ..Default::default() }
+    }
+
+    fn manifold(normal: Vec3, points: &[GpuManifoldPoint]) -> GpuManifold {
+        let mut m = GpuManifold { normal, count: points.len() as u32, ..Default::default() };
+        m.points[..points.len()].copy_from_slice(points);
+        m
+    }
+
+    /// Keys match first; a point whose key is new takes the nearest old point within the
+    /// radius that no key claimed and no earlier point took; nothing farther, nothing across a
+    /// turned normal.
+    #[test]
+    fn warm_start_matches_keys_then_nearby_unclaimed_points() {
+        let old = manifold(
+            Vec3::Y,
+            &[
+                point(Vec3::new(-0.5, -0.5, -0.5), 1, 10.0),
+                point(Vec3::new(0.5, -0.5, -0.5), 2, 20.0),
+                point(Vec3::new(0.5, -0.5, 0.5), 3, 30.0),
+                point(Vec3::new(-0.5, -0.5, 0.5), 4, 40.0),
+            ],
+        );
+        let near = 0.5 * WARM_START_RADIUS;
+        let new_points = [
+            // Key 2 moved: its key wins over the nearer unclaimed point 1.
+            point(Vec3::new(-0.5 + near, -0.5, -0.5), 2, 0.0),
+            // A new key beside old point 1 (unclaimed): takes its impulses.
+            point(Vec3::new(-0.5, -0.5, -0.5 + near), 7, 0.0),
+            // A new key beside old point 3, which key 3 below claims: nothing.
+            point(Vec3::new(0.5, -0.5, 0.5 - near), 8, 0.0),
+            point(Vec3::new(0.5, -0.5, 0.5), 3, 0.0),
+        ];
+        let mut m = manifold(Vec3::Y, &new_points);
+        warm_start(&old, &mut m, 1.0);
+        let impulses: Vec<f32> = m.points[..4].iter().map(|c| c.normal_impulse).collect();
+        assert_eq!(impulses, [20.0, 10.0, 0.0, 30.0]);
+        assert_eq!(m.points[1].tangent_impulse_1, 5.0);
+
+        // Old point 4 is free but farther than the radius from the new key 9.
+        let far = point(Vec3::new(-0.5, -0.5, 0.5 - 2.0 * WARM_START_RADIUS), 9, 0.0);
+        let mut m = manifold(Vec3::Y, &[far]);
+        warm_start(&old, &mut m, 1.0);
+        assert_eq!(m.points[0].normal_impulse, 0.0);
+
+        // A normal turned by 30 degrees keeps key matches only; the scale applies.
+        let turned = Quat::from_rotation_z(30f32.to_radians()) * Vec3::Y;
+        let mut m = manifold(turned, &[new_points[1], new_points[3]]);
+        warm_start(&old, &mut m, 0.5);
+        assert_eq!([m.points[0].normal_impulse, m.points[1].normal_impulse], [0.0, 15.0]);
     }
 }

@@ -2,7 +2,9 @@
 //! `common.wgsl` behind a header of constants generated here, so that every constant shared
 //! by host and shader is written once, in Rust.
 
-use crate::collide::{CLIP_TOLERANCE, EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS};
+use crate::collide::{
+    CLIP_TOLERANCE, EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS, WARM_START_MIN_COS, WARM_START_RADIUS,
+};
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
 use crate::layout::{
@@ -116,6 +118,8 @@ pub fn header() -> String {
          const EDGE_TOLERANCE: f32 = {EDGE_TOLERANCE:?};\n\
          const FACE_TOLERANCE: f32 = {FACE_TOLERANCE:?};\n\
          const CLIP_TOLERANCE: f32 = {CLIP_TOLERANCE:?};\n\
+         const WARM_START_RADIUS: f32 = {WARM_START_RADIUS:?};\n\
+         const WARM_START_MIN_COS: f32 = {WARM_START_MIN_COS:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
          const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
