@@ -2,6 +2,7 @@
 //! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
 
 pub(crate) mod contacts;
+mod lanes;
 mod particle_contacts;
 mod particles;
 mod stages;

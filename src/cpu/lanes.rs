@@ -1,0 +1,335 @@
+//! Four manifolds of one color solved at once, one in each lane of a `Vec4` (SSE2 on x86-64,
+//! plain arrays elsewhere). The manifolds of a color share no dynamic body, so the lanes are
+//! independent, and each lane does exactly the arithmetic of `manifold_pass` on its manifold,
+//! in the same order (branches become selects): the results are bit for bit those of the
+//! manifold-at-a-time pass.
+//!
+//! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
+//! substep); manifolds that can bounce, the warm start, restitution and the Jacobi overflow
+//! keep the manifold-at-a-time code.
+
+use glam::{BVec4A, Mat3, Vec3, Vec4};
+
+use super::contacts::{Motion, Prepared, Soft};
+use crate::layout::{GpuManifold, StepParams};
+
+/// Four `Vec3`s, one per lane.
+#[derive(Clone, Copy)]
+struct V3 {
+    x: Vec4,
+    y: Vec4,
+    z: Vec4,
+}
+
+impl V3 {
+    const ZERO: Self = Self { x: Vec4::ZERO, y: Vec4::ZERO, z: Vec4::ZERO };
+
+    #[inline(always)]
+    fn gather(v: [Vec3; 4]) -> Self {
+        Self {
+            x: Vec4::new(v[0].x, v[1].x, v[2].x, v[3].x),
+            y: Vec4::new(v[0].y, v[1].y, v[2].y, v[3].y),
+            z: Vec4::new(v[0].z, v[1].z, v[2].z, v[3].z),
+        }
+    }
+
+    #[inline(always)]
+    fn lane(&self, l: usize) -> Vec3 {
+        Vec3::new(self.x[l], self.y[l], self.z[l])
+    }
+
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Self { x: self.x + o.x, y: self.y + o.y, z: self.z + o.z }
+    }
+
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        Self { x: self.x - o.x, y: self.y - o.y, z: self.z - o.z }
+    }
+
+    #[inline(always)]
+    fn neg(self) -> Self {
+        Self { x: -self.x, y: -self.y, z: -self.z }
+    }
+
+    #[inline(always)]
+    fn scale(self, s: Vec4) -> Self {
+        Self { x: self.x * s, y: self.y * s, z: self.z * s }
+    }
+
+    #[inline(always)]
+    fn div(self, s: Vec4) -> Self {
+        Self { x: self.x / s, y: self.y / s, z: self.z / s }
+    }
+
+    #[inline(always)]
+    fn dot(self, o: Self) -> Vec4 {
+        self.x * o.x + self.y * o.y + self.z * o.z
+    }
+
+    #[inline(always)]
+    fn cross(self, o: Self) -> Self {
+        Self { x: self.y * o.z - o.y * self.z, y: self.z * o.x - o.z * self.x, z: self.x * o.y - o.x * self.y }
+    }
+
+    #[inline(always)]
+    fn select(mask: BVec4A, a: Self, b: Self) -> Self {
+        Self { x: Vec4::select(mask, a.x, b.x), y: Vec4::select(mask, a.y, b.y), z: Vec4::select(mask, a.z, b.z) }
+    }
+}
+
+/// Four `Mat3`s by columns, as glam multiplies them.
+#[derive(Clone, Copy)]
+struct M3 {
+    x_axis: V3,
+    y_axis: V3,
+    z_axis: V3,
+}
+
+impl M3 {
+    #[inline(always)]
+    fn gather(m: [&Mat3; 4]) -> Self {
+        Self {
+            x_axis: V3::gather([m[0].x_axis, m[1].x_axis, m[2].x_axis, m[3].x_axis]),
+            y_axis: V3::gather([m[0].y_axis, m[1].y_axis, m[2].y_axis, m[3].y_axis]),
+            z_axis: V3::gather([m[0].z_axis, m[1].z_axis, m[2].z_axis, m[3].z_axis]),
+        }
+    }
+
+    #[inline(always)]
+    fn mul(&self, v: V3) -> V3 {
+        self.x_axis.scale(v.x).add(self.y_axis.scale(v.y)).add(self.z_axis.scale(v.z))
+    }
+}
+
+/// [`Motion`] of four bodies.
+struct Motions {
+    v: V3,
+    w: V3,
+    inv_mass: Vec4,
+    inv_inertia: M3,
+}
+
+impl Motions {
+    #[inline(always)]
+    fn gather(m: [&Motion; 4]) -> Self {
+        Self {
+            v: V3::gather([m[0].v, m[1].v, m[2].v, m[3].v]),
+            w: V3::gather([m[0].w, m[1].w, m[2].w, m[3].w]),
+            inv_mass: Vec4::new(m[0].inv_mass, m[1].inv_mass, m[2].inv_mass, m[3].inv_mass),
+            inv_inertia: M3::gather([&m[0].inv_inertia, &m[1].inv_inertia, &m[2].inv_inertia, &m[3].inv_inertia]),
+        }
+    }
+
+    #[inline(always)]
+    fn apply(&mut self, r: V3, impulse: V3) {
+        self.v = self.v.add(impulse.scale(self.inv_mass));
+        self.w = self.w.add(self.inv_inertia.mul(r.cross(impulse)));
+    }
+
+    #[inline(always)]
+    fn at(&self, r: V3) -> V3 {
+        self.v.add(self.w.cross(r))
+    }
+
+    #[inline(always)]
+    fn rotational(&self, r: V3, d: V3, e: V3) -> Vec4 {
+        r.cross(d).dot(self.inv_inertia.mul(r.cross(e)))
+    }
+}
+
+/// One contact point of four manifolds.
+struct Point {
+    ra: V3,
+    rb: V3,
+    separation: Vec4,
+    /// `k_n`, `k11`, `k12`, `k22`.
+    k: [Vec4; 4],
+    normal_impulse: Vec4,
+    tangent_impulse_1: Vec4,
+    tangent_impulse_2: Vec4,
+    max_normal_impulse: Vec4,
+    /// Whether the point exists in each lane's manifold.
+    active: BVec4A,
+}
+
+/// Per-lane soft-constraint coefficients, and whether the sweep pushes penetration out.
+struct Softs {
+    bias_rate: Vec4,
+    mass_scale: Vec4,
+    impulse_scale: Vec4,
+    use_bias: bool,
+}
+
+/// `contact_bias` in four lanes.
+#[inline(always)]
+fn contact_bias(p: &StepParams, soft: &Softs, s: Vec4) -> (Vec4, Vec4, Vec4) {
+    let open = s.cmpgt(Vec4::ZERO);
+    let (bias, mass_scale, impulse_scale) = if soft.use_bias {
+        (
+            (soft.bias_rate * (s + Vec4::splat(p.linear_slop)).min(Vec4::ZERO)).max(Vec4::splat(-p.max_push_velocity)),
+            soft.mass_scale,
+            soft.impulse_scale,
+        )
+    } else {
+        (Vec4::ZERO, Vec4::ONE, Vec4::ZERO)
+    };
+    (
+        Vec4::select(open, s * Vec4::splat(p.inv_h), bias),
+        Vec4::select(open, Vec4::ONE, mass_scale),
+        Vec4::select(open, Vec4::ZERO, impulse_scale),
+    )
+}
+
+/// The impulse of one manifold's coarse correction at the centroid of its points (all of
+/// them, or the loaded ones), and the smallest normal impulse among them.
+#[inline(always)]
+fn centroid_step(
+    p: &StepParams,
+    points: &[Point; 4],
+    n: V3,
+    ma: &Motions,
+    mb: &Motions,
+    soft: &Softs,
+    loaded_only: bool,
+) -> (Vec4, Vec4) {
+    let (mut count, mut ra, mut rb, mut s_sum, mut j_sum, mut j_min) =
+        (Vec4::ZERO, V3::ZERO, V3::ZERO, Vec4::ZERO, Vec4::ZERO, Vec4::splat(f32::MAX));
+    for c in points {
+        let on = if loaded_only { c.active & c.normal_impulse.cmpgt(Vec4::ZERO) } else { c.active };
+        count += Vec4::select(on, Vec4::ONE, Vec4::ZERO);
+        ra = ra.add(V3::select(on, c.ra, V3::ZERO));
+        rb = rb.add(V3::select(on, c.rb, V3::ZERO));
+        s_sum += Vec4::select(on, c.separation, Vec4::ZERO);
+        j_sum += Vec4::select(on, c.normal_impulse, Vec4::ZERO);
+        j_min = Vec4::select(on, j_min.min(c.normal_impulse), j_min);
+    }
+    let enough = count.cmpge(Vec4::splat(2.0));
+    let (ra, rb) = (ra.div(count), rb.div(count));
+    let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, s_sum / count);
+    let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
+    let vn = n.dot(mb.at(rb).sub(ma.at(ra)));
+    let share = (-mass_scale / k * (vn + bias) - impulse_scale * j_sum) / count;
+    (Vec4::select(enough, share, Vec4::ZERO), Vec4::select(enough, j_min, Vec4::ZERO))
+}
+
+/// A biased (`use_bias`) or relax sweep over four manifolds of one color, none of which can
+/// bounce and none split, with their prepared data and the soft coefficients against static
+/// geometry and between bodies (`softs`); `motions` are every body's, and only dynamic
+/// bodies' (`dynamic`) are written back.
+pub(super) fn solve4(
+    p: &StepParams,
+    manifolds: [&mut GpuManifold; 4],
+    prepared: [&Prepared; 4],
+    motions: &mut [Motion],
+    dynamic: &[bool],
+    softs: (Soft, Soft),
+    use_bias: bool,
+) {
+    let (statics, contacts) = softs;
+    let [m0, m1, m2, m3] = manifolds;
+    let ms = [m0, m1, m2, m3];
+    let (a, b) = (ms.each_ref().map(|m| m.body_a as usize), ms.each_ref().map(|m| m.body_b as usize));
+    let mut ma = Motions::gather(a.map(|i| &motions[i]));
+    let mut mb = Motions::gather(b.map(|i| &motions[i]));
+    let n = V3::gather(ms.each_ref().map(|m| m.normal));
+    let t1 = V3::gather(prepared.map(|q| q.t1));
+    let t2 = V3::gather(prepared.map(|q| q.t2));
+    let friction = Vec4::from_array(ms.each_ref().map(|m| m.friction));
+    let counts = ms.each_ref().map(|m| m.count as usize);
+    let mut points: [Point; 4] = std::array::from_fn(|k| {
+        let f = |get: &dyn Fn(usize) -> f32| Vec4::new(get(0), get(1), get(2), get(3));
+        Point {
+            ra: V3::gather(prepared.map(|q| q.geo[k].ra)),
+            rb: V3::gather(prepared.map(|q| q.geo[k].rb)),
+            separation: f(&|l| prepared[l].geo[k].separation),
+            k: std::array::from_fn(|e| f(&|l| prepared[l].k[k][e])),
+            normal_impulse: f(&|l| ms[l].points[k].normal_impulse),
+            tangent_impulse_1: f(&|l| ms[l].points[k].tangent_impulse_1),
+            tangent_impulse_2: f(&|l| ms[l].points[k].tangent_impulse_2),
+            max_normal_impulse: f(&|l| ms[l].points[k].max_normal_impulse),
+            active: BVec4A::new(k < counts[0], k < counts[1], k < counts[2], k < counts[3]),
+        }
+    });
+    // Against a static or kinematic body, the stiffer coefficients.
+    let fixed = ma.inv_mass.cmpeq(Vec4::ZERO) | mb.inv_mass.cmpeq(Vec4::ZERO);
+    let soft = Softs {
+        bias_rate: Vec4::select(fixed, Vec4::splat(statics.bias_rate), Vec4::splat(contacts.bias_rate)),
+        mass_scale: Vec4::select(fixed, Vec4::splat(statics.mass_scale), Vec4::splat(contacts.mass_scale)),
+        impulse_scale: Vec4::select(fixed, Vec4::splat(statics.impulse_scale), Vec4::splat(contacts.impulse_scale)),
+        use_bias,
+    };
+
+    // The coarse correction: the same impulse on every point, pulled back only as far as the
+    // loaded points allow.
+    let (all, _) = centroid_step(p, &points, n, &ma, &mb, &soft, false);
+    let (pull, j_min) = centroid_step(p, &points, n, &ma, &mb, &soft, true);
+    let pulling = all.cmplt(Vec4::ZERO);
+    let share = Vec4::select(pulling, pull.max(-j_min).min(Vec4::ZERO), all);
+    let moving = share.cmpne(Vec4::ZERO);
+    for c in &mut points {
+        let on = c.active & moving & !(pulling & c.normal_impulse.cmple(Vec4::ZERO));
+        c.normal_impulse = Vec4::select(on, c.normal_impulse + share, c.normal_impulse);
+        c.max_normal_impulse = Vec4::select(on, c.max_normal_impulse.max(share), c.max_normal_impulse);
+        let impulse = n.scale(Vec4::select(on, share, Vec4::ZERO));
+        ma.apply(c.ra, impulse.neg());
+        mb.apply(c.rb, impulse);
+    }
+
+    for c in &mut points {
+        let (bias, mass_scale, impulse_scale) = contact_bias(p, &soft, c.separation);
+        let vn = n.dot(mb.at(c.rb).sub(ma.at(c.ra)));
+        let impulse = -mass_scale / c.k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
+        let new_impulse = (c.normal_impulse + impulse).max(Vec4::ZERO);
+        let applied = Vec4::select(c.active, new_impulse - c.normal_impulse, Vec4::ZERO);
+        c.normal_impulse = Vec4::select(c.active, new_impulse, c.normal_impulse);
+        c.max_normal_impulse = Vec4::select(c.active, c.max_normal_impulse.max(applied), c.max_normal_impulse);
+        let impulse = n.scale(applied);
+        ma.apply(c.ra, impulse.neg());
+        mb.apply(c.rb, impulse);
+    }
+
+    for c in &mut points {
+        let dv = mb.at(c.rb).sub(ma.at(c.ra));
+        let (vt1, vt2) = (t1.dot(dv), t2.dot(dv));
+        let [_, k11, k12, k22] = c.k;
+        let (j1, j2) = (c.tangent_impulse_1, c.tangent_impulse_2);
+        let max = friction * c.normal_impulse;
+        // `friction_update`: the Newton step where it sticks, else the projected gradient step.
+        let det = k11 * k22 - k12 * k12;
+        let (n1, n2) = (j1 - (k22 * vt1 - k12 * vt2) / det, j2 - (k11 * vt2 - k12 * vt1) / det);
+        let sticks = (n1 * n1 + n2 * n2).cmple(max * max);
+        let half_diff = Vec4::splat(0.5) * (k11 - k22);
+        let largest = Vec4::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
+        let step = Vec4::ONE / largest;
+        let (g1, g2) = (j1 - step * vt1, j2 - step * vt2);
+        let len_sq = g1 * g1 + g2 * g2;
+        let over = len_sq.cmpgt(max * max);
+        let scale = max / len_sq.sqrt();
+        let (g1, g2) = (Vec4::select(over, g1 * scale, g1), Vec4::select(over, g2 * scale, g2));
+        let (o1, o2) = (Vec4::select(sticks, n1, g1), Vec4::select(sticks, n2, g2));
+        let impulse = t1.scale(o1 - j1).add(t2.scale(o2 - j2));
+        c.tangent_impulse_1 = Vec4::select(c.active, o1, j1);
+        c.tangent_impulse_2 = Vec4::select(c.active, o2, j2);
+        let impulse = V3::select(c.active, impulse, V3::ZERO);
+        ma.apply(c.ra, impulse.neg());
+        mb.apply(c.rb, impulse);
+    }
+
+    for (l, m) in ms.into_iter().enumerate() {
+        for (k, c) in points.iter().enumerate().take(m.count as usize) {
+            let q = &mut m.points[k];
+            q.normal_impulse = c.normal_impulse[l];
+            q.tangent_impulse_1 = c.tangent_impulse_1[l];
+            q.tangent_impulse_2 = c.tangent_impulse_2[l];
+            q.max_normal_impulse = c.max_normal_impulse[l];
+        }
+        for (i, side) in [(a[l], &ma), (b[l], &mb)] {
+            if dynamic[i] {
+                motions[i].v = side.v.lane(l);
+                motions[i].w = side.w.lane(l);
+            }
+        }
+    }
+}
