@@ -415,7 +415,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         let gravity_n =
             n.dot(p.gravity) * ((dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32));
         let old =
-            cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| cs.previous[i]);
+            cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
         let mut m = GpuManifold {
             body_a: pair.a,
             body_b: pair.b,
@@ -443,7 +443,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
                 ..GpuManifoldPoint::default()
             };
         }
-        if let Some(old) = &old {
+        if let Some(old) = old {
             warm_start(old, &mut m, p.warm_start_scale);
         }
         cs.manifolds.push(m);
@@ -660,22 +660,23 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         inv_inertia: cs.inertia[i],
         ..Motion::default()
     };
-    cs.prepared.clear();
-    for m in &cs.solving {
+    // Filled in place: only the points a manifold has are written (the four-lane sweeps read
+    // the others and discard what they compute from them).
+    let empty = Prepared {
+        t1: Vec3::ZERO,
+        t2: Vec3::ZERO,
+        geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
+        k: [[0.0; 4]; 4],
+    };
+    cs.prepared.resize(cs.solving.len(), empty);
+    for (m, p) in cs.solving.iter().zip(&mut cs.prepared) {
         let (ma, mb) = (motion(m.body_a as usize), motion(m.body_b as usize));
         let n = m.normal;
-        let (t1, t2) = tangent_basis(n);
-        let mut p = Prepared {
-            t1,
-            t2,
-            geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
-            k: [[0.0; 4]; 4],
-        };
+        (p.t1, p.t2) = tangent_basis(n);
         for k in 0..m.count as usize {
             p.geo[k] = geometry(w, m, &m.points[k]);
-            p.k[k] = effective_masses(&ma, &mb, &p.geo[k], n, t1, t2);
+            p.k[k] = effective_masses(&ma, &mb, &p.geo[k], n, p.t1, p.t2);
         }
-        cs.prepared.push(p);
     }
     cs.prepared_valid = true;
 }
@@ -1125,8 +1126,16 @@ mod tests {
             .collect();
         let p = w.params;
         let softs = (
-            Soft { bias_rate: p.static_bias_rate, mass_scale: p.static_mass_scale, impulse_scale: p.static_impulse_scale },
-            Soft { bias_rate: p.contact_bias_rate, mass_scale: p.contact_mass_scale, impulse_scale: p.contact_impulse_scale },
+            Soft {
+                bias_rate: p.static_bias_rate,
+                mass_scale: p.static_mass_scale,
+                impulse_scale: p.static_impulse_scale,
+            },
+            Soft {
+                bias_rate: p.contact_bias_rate,
+                mass_scale: p.contact_mass_scale,
+                impulse_scale: p.contact_impulse_scale,
+            },
         );
         let (mut groups, mut point_counts, mut against_static) = (0, [0; 5], 0);
         for use_bias in [true, false] {
@@ -1159,7 +1168,11 @@ mod tests {
                         softs,
                         use_bias,
                     );
-                    assert_eq!(bytemuck::cast_slice::<_, u32>(&one), bytemuck::cast_slice::<_, u32>(&four), "manifolds {k}..");
+                    assert_eq!(
+                        bytemuck::cast_slice::<_, u32>(&one),
+                        bytemuck::cast_slice::<_, u32>(&four),
+                        "manifolds {k}.."
+                    );
                     for (x, y) in one_motions.iter().zip(&four_motions) {
                         let bits = |m: &Motion| [m.v.to_array(), m.w.to_array()].map(|v| v.map(f32::to_bits));
                         assert_eq!(bits(x), bits(y), "velocities after manifolds {k}..");

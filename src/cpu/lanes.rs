@@ -238,20 +238,40 @@ pub(super) fn solve4(
     let t2 = V3::gather(prepared.map(|q| q.t2));
     let friction = Vec4::from_array(ms.each_ref().map(|m| m.friction));
     let counts = ms.each_ref().map(|m| m.count as usize);
-    let mut points: [Point; 4] = std::array::from_fn(|k| {
-        let f = |get: &dyn Fn(usize) -> f32| Vec4::new(get(0), get(1), get(2), get(3));
+    let point = |k: usize| {
+        let [q0, q1, q2, q3] = prepared;
+        let (g0, g1, g2, g3) = (&q0.geo[k], &q1.geo[k], &q2.geo[k], &q3.geo[k]);
+        let (k0, k1, k2, k3) = (&q0.k[k], &q1.k[k], &q2.k[k], &q3.k[k]);
+        let (c0, c1, c2, c3) = (&ms[0].points[k], &ms[1].points[k], &ms[2].points[k], &ms[3].points[k]);
+        let entry = |e: usize| Vec4::new(k0[e], k1[e], k2[e], k3[e]);
         Point {
-            ra: V3::gather(prepared.map(|q| q.geo[k].ra)),
-            rb: V3::gather(prepared.map(|q| q.geo[k].rb)),
-            separation: f(&|l| prepared[l].geo[k].separation),
-            k: std::array::from_fn(|e| f(&|l| prepared[l].k[k][e])),
-            normal_impulse: f(&|l| ms[l].points[k].normal_impulse),
-            tangent_impulse_1: f(&|l| ms[l].points[k].tangent_impulse_1),
-            tangent_impulse_2: f(&|l| ms[l].points[k].tangent_impulse_2),
-            max_normal_impulse: f(&|l| ms[l].points[k].max_normal_impulse),
+            ra: V3::gather([g0.ra, g1.ra, g2.ra, g3.ra]),
+            rb: V3::gather([g0.rb, g1.rb, g2.rb, g3.rb]),
+            separation: Vec4::new(g0.separation, g1.separation, g2.separation, g3.separation),
+            k: [entry(0), entry(1), entry(2), entry(3)],
+            normal_impulse: Vec4::new(c0.normal_impulse, c1.normal_impulse, c2.normal_impulse, c3.normal_impulse),
+            tangent_impulse_1: Vec4::new(
+                c0.tangent_impulse_1,
+                c1.tangent_impulse_1,
+                c2.tangent_impulse_1,
+                c3.tangent_impulse_1,
+            ),
+            tangent_impulse_2: Vec4::new(
+                c0.tangent_impulse_2,
+                c1.tangent_impulse_2,
+                c2.tangent_impulse_2,
+                c3.tangent_impulse_2,
+            ),
+            max_normal_impulse: Vec4::new(
+                c0.max_normal_impulse,
+                c1.max_normal_impulse,
+                c2.max_normal_impulse,
+                c3.max_normal_impulse,
+            ),
             active: BVec4A::new(k < counts[0], k < counts[1], k < counts[2], k < counts[3]),
         }
-    });
+    };
+    let mut points = [point(0), point(1), point(2), point(3)];
     // Against a static or kinematic body, the stiffer coefficients.
     let fixed = ma.inv_mass.cmpeq(Vec4::ZERO) | mb.inv_mass.cmpeq(Vec4::ZERO);
     let soft = Softs {
