@@ -47,21 +47,56 @@ pub(crate) struct Posed<'a> {
     pub orientation: Quat,
     pub geometry: &'a [Vec4],
     pub topology: &'a [u32],
+    /// The core points in the world and the face planes (unit normal, offset), as
+    /// [`Posed::point`] and [`Posed::face_plane`] compute them, when the caller computed them
+    /// once for all of a body's pairs ([`Posed::world`]); else empty.
+    pub world: &'a [Vec4],
 }
 
-impl Posed<'_> {
+impl<'a> Posed<'a> {
+    /// A shape at a pose, computing world points and planes where they are used.
+    pub fn new(
+        shape: &'a GpuShape,
+        position: Vec3,
+        orientation: Quat,
+        geometry: &'a [Vec4],
+        topology: &'a [u32],
+    ) -> Self {
+        Self { shape, position, orientation, geometry, topology, world: &[] }
+    }
+
+    /// Appends the world points, then the world face planes, of a polytope to `out`, bit for
+    /// bit what [`Posed::point`] and [`Posed::face_plane`] compute (nothing for other shapes).
+    pub fn world(&self, out: &mut Vec<Vec4>) {
+        if self.shape.kind != SHAPE_POLYTOPE {
+            return;
+        }
+        out.extend((0..self.shape.point_count).map(|k| self.point(k).extend(0.0)));
+        out.extend((0..self.shape.face_count).map(|f| {
+            let (n, offset) = self.face_plane(f);
+            n.extend(offset)
+        }));
+    }
     /// Core point `k` in the body's frame (principal, about the centre of mass).
     fn local_point(&self, k: u32) -> Vec3 {
         self.geometry[(self.shape.first_point + k) as usize].truncate()
     }
 
     /// Core point `k` in the world.
+    #[inline]
     fn point(&self, k: u32) -> Vec3 {
+        if let Some(p) = self.world.get(k as usize) {
+            return p.truncate();
+        }
         self.position + rotate(self.orientation, self.local_point(k))
     }
 
     /// Plane of face `f` in the world: (unit normal, offset).
+    #[inline]
     fn face_plane(&self, f: u32) -> (Vec3, f32) {
+        if let Some(p) = self.world.get((self.shape.point_count + f) as usize) {
+            return (p.truncate(), p.w);
+        }
         let plane = self.geometry[(self.shape.first_point + self.shape.point_count + f) as usize];
         let n = rotate(self.orientation, plane.truncate());
         (n, plane.w + n.dot(self.position))
@@ -808,14 +843,22 @@ mod tests {
         world.add_body(RigidBodyDesc::dynamic(sa).position(pa).orientation(qa)).unwrap();
         world.add_body(RigidBodyDesc::dynamic(sb).position(pb).orientation(qb)).unwrap();
         let packed = Packed::new(&world);
-        let posed = |i: usize| Posed {
-            shape: &packed.shapes[packed.props[i].shape as usize],
-            position: packed.bodies[i].position,
-            orientation: packed.bodies[i].orientation,
-            geometry: &packed.geometry,
-            topology: &packed.topology,
+        let posed = |i: usize| {
+            Posed::new(
+                &packed.shapes[packed.props[i].shape as usize],
+                packed.bodies[i].position,
+                packed.bodies[i].orientation,
+                &packed.geometry,
+                &packed.topology,
+            )
         };
         let m = collide(&posed(0), &posed(1), 0.02);
+        // World points and planes computed once per body give the same contacts bit for bit.
+        let (mut world_a, mut world_b) = (Vec::new(), Vec::new());
+        posed(0).world(&mut world_a);
+        posed(1).world(&mut world_b);
+        let cached = collide(&Posed { world: &world_a, ..posed(0) }, &Posed { world: &world_b, ..posed(1) }, 0.02);
+        assert_eq!(format!("{m:?}"), format!("{cached:?}"));
         // Every contact's core points are where the geometry says, up to the separation.
         for p in &m.points[..m.count] {
             let (wa, wb) = (packed.bodies[0].position + p.core_a, packed.bodies[1].position + p.core_b);

@@ -38,6 +38,10 @@ pub(crate) struct ContactState {
     pub manifolds: Vec<GpuManifold>,
     /// Last step's manifolds (warm starting, color seeds).
     previous: Vec<GpuManifold>,
+    /// The narrow phase's polytope points and face planes in the world, per body from
+    /// `world_start[i]` to `world_start[i + 1]` (see [`Posed::world`]).
+    world: Vec<Vec4>,
+    world_start: Vec<u32>,
     /// Coloring input and scratch (the conflict graph's adjacency lives here).
     coloring: ColoringScratch,
     pairs_scratch: Vec<[u32; 2]>,
@@ -394,16 +398,30 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     std::mem::swap(&mut cs.previous, &mut cs.manifolds);
     cs.manifolds.clear();
     cs.prepared_valid = false;
+    let posed = |i: usize| {
+        Posed::new(
+            &w.shapes[w.props[i].shape as usize],
+            w.bodies[i].position,
+            w.bodies[i].orientation,
+            w.geometry,
+            w.topology,
+        )
+    };
+    // Each polytope's world points and face planes once, for all of its pairs.
+    cs.world.clear();
+    cs.world_start.clear();
+    for i in 0..p.body_count as usize {
+        cs.world_start.push(cs.world.len() as u32);
+        posed(i).world(&mut cs.world);
+    }
+    cs.world_start.push(cs.world.len() as u32);
     for pair in &cs.pairs {
         let (a, b) = (pair.a as usize, pair.b as usize);
-        let posed = |i: usize| Posed {
-            shape: &w.shapes[w.props[i].shape as usize],
-            position: w.bodies[i].position,
-            orientation: w.bodies[i].orientation,
-            geometry: w.geometry,
-            topology: w.topology,
+        let cached = |i: usize| Posed {
+            world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
+            ..posed(i)
         };
-        let (pa, pb) = (posed(a), posed(b));
+        let (pa, pb) = (cached(a), cached(b));
         let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
         let contact = collide(&pa, &pb, margin);
         if contact.count == 0 {

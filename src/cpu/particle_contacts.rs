@@ -241,8 +241,7 @@ fn for_each_particle_touching(
 ) {
     let body = tables.bodies[b];
     let shape = &tables.shapes[tables.props[b].shape as usize];
-    let posed =
-        Posed { shape, position: body.position, orientation: body.orientation, geometry, topology: tables.topology };
+    let posed = Posed::new(shape, body.position, body.orientation, geometry, tables.topology);
     let (lo, hi) = posed.core_bounds();
     let arm = (hi - body.position).max(body.position - lo).length() + shape.radius;
     let spin = body.angular_velocity.length() * arm + p.h * p.gravity.length();
@@ -264,13 +263,7 @@ fn for_each_particle_touching(
             kind: SHAPE_POINT,
             ..Default::default()
         };
-        let a = Posed {
-            shape: &point,
-            position: q.position,
-            orientation: Quat::IDENTITY,
-            geometry,
-            topology: tables.topology,
-        };
+        let a = Posed::new(&point, q.position, Quat::IDENTITY, geometry, tables.topology);
         let m = collide_point(&a, &posed, margin);
         if m.count > 0 {
             let normal = -m.normal;
