@@ -598,9 +598,129 @@ fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -
     cba * dba < 0.0 && adc * bdc < 0.0 && cba * bdc > 0.0
 }
 
-/// Faces and edges a polytope pair test reads from small arrays filled once per pair (larger
-/// hulls compute them where they are used; both give the same numbers).
-const PAIR_CACHE: usize = 32;
+/// The edge pair with the largest separation among those that build a face of the Minkowski
+/// difference: ((edge of A, edge of B), separation, axis from A towards B), or separation
+/// `f32::MIN` when none does. Found in B's frame: A's face normals are turned once each, B's
+/// are read as stored and negated. With at most `F` faces on either shape and `E` edges on B
+/// they are read from arrays filled once per pair, and for each edge of A the first test of
+/// [`is_minkowski_face`] (do B's two face normals lie on either side of the plane of A's
+/// arc?) reads one product per face of B instead of two per edge: the same products, so the
+/// same pairs as [`edge_query_uncached`], bit for bit.
+fn edge_query<const F: usize, const E: usize>(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+    let (a_faces, b_faces, b_edges) =
+        (a.shape.face_count as usize, b.shape.face_count as usize, b.shape.edge_count as usize);
+    let mut a_normals = [Vec3::ZERO; F];
+    for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
+        *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
+    }
+    let mut b_normals = [Vec3::ZERO; F];
+    for (f, n) in b_normals[..b_faces].iter_mut().enumerate() {
+        *n = -b.local_face_normal(f as u32);
+    }
+    let mut b_arcs = [(0u32, 0u32, Vec3::ZERO); E];
+    for (eb, arc) in b_arcs[..b_edges].iter_mut().enumerate() {
+        let [_, _, fb0, fb1] = b.edge(eb as u32);
+        let (c, d) = (b_normals[fb0 as usize], b_normals[fb1 as usize]);
+        *arc = (fb0, fb1, d.cross(c));
+    }
+    let mut side = [0.0_f32; F];
+    let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
+    for ea in 0..a.shape.edge_count {
+        let [a0, a1, fa0, fa1] = a.edge(ea);
+        let (na0, na1) = (a_normals[fa0 as usize], a_normals[fa1 as usize]);
+        let na1xna0 = na1.cross(na0);
+        for (s, c) in side[..b_faces].iter_mut().zip(&b_normals) {
+            *s = c.dot(na1xna0);
+        }
+        let (mut pa0, mut pa1) = (Vec3::ZERO, Vec3::ZERO);
+        let mut points_read = false;
+        for (eb, &(fb0, fb1, dxc)) in b_arcs[..b_edges].iter().enumerate() {
+            // `is_minkowski_face`, its first test on the products read from `side`.
+            let (cba, dba) = (side[fb0 as usize], side[fb1 as usize]);
+            let straddles = cba * dba < 0.0;
+            if !straddles {
+                continue;
+            }
+            let (adc, bdc) = (na0.dot(dxc), na1.dot(dxc));
+            let crosses = adc * bdc < 0.0 && cba * bdc > 0.0;
+            if !crosses {
+                continue;
+            }
+            if !points_read {
+                (pa0, pa1) = (a.point(a0), a.point(a1));
+                points_read = true;
+            }
+            if let Some((s, axis)) = edge_separation(a, b, pa0, pa1, eb as u32)
+                && s > sep_e
+            {
+                sep_e = s;
+                edge_pair = (ea, eb as u32);
+                axis_e = axis;
+            }
+        }
+    }
+    (edge_pair, sep_e, axis_e)
+}
+
+/// [`edge_query`] with the smallest arrays that hold both shapes' faces and B's edges (boxes:
+/// 6 and 12), or [`edge_query_uncached`] past the largest.
+fn edge_query_dispatch(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+    let (faces, edges) = (a.shape.face_count.max(b.shape.face_count), b.shape.edge_count);
+    if faces <= 8 && edges <= 12 {
+        edge_query::<8, 12>(a, b)
+    } else if faces <= 32 && edges <= 48 {
+        edge_query::<32, 48>(a, b)
+    } else if faces <= 128 && edges <= 192 {
+        edge_query::<128, 192>(a, b)
+    } else {
+        edge_query_uncached(a, b)
+    }
+}
+
+/// [`edge_query`] for shapes too large for its arrays: every product where it is used.
+fn edge_query_uncached(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+    let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
+    for ea in 0..a.shape.edge_count {
+        let [a0, a1, fa0, fa1] = a.edge(ea);
+        let (pa0, pa1) = (a.point(a0), a.point(a1));
+        let (na0, na1) =
+            (rotate_inv(b.orientation, a.face_plane(fa0).0), rotate_inv(b.orientation, a.face_plane(fa1).0));
+        let na1xna0 = na1.cross(na0);
+        for eb in 0..b.shape.edge_count {
+            let [_, _, fb0, fb1] = b.edge(eb);
+            let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
+            if !is_minkowski_face(na0, na1, na1xna0, c, d, d.cross(c)) {
+                continue;
+            }
+            if let Some((s, axis)) = edge_separation(a, b, pa0, pa1, eb)
+                && s > sep_e
+            {
+                sep_e = s;
+                edge_pair = (ea, eb);
+                axis_e = axis;
+            }
+        }
+    }
+    (edge_pair, sep_e, axis_e)
+}
+
+/// The separation of A's edge `pa0`-`pa1` from B's edge `eb` along their common normal
+/// (pointing away from A's centre), and that normal; `None` for near-parallel edges.
+#[inline]
+fn edge_separation(a: &Posed, b: &Posed, pa0: Vec3, pa1: Vec3, eb: u32) -> Option<(f32, Vec3)> {
+    let [b0, b1, _, _] = b.edge(eb);
+    let (pb0, pb1) = (b.point(b0), b.point(b1));
+    let axis = (pa1 - pa0).cross(pb1 - pb0);
+    let len = axis.length();
+    if len < 1e-5 * (pa1 - pa0).length() * (pb1 - pb0).length() {
+        return None;
+    }
+    let mut axis = axis / len;
+    if axis.dot(pa0 - a.position) < 0.0 {
+        axis = -axis;
+    }
+    Some((axis.dot(pb0 - pa0), axis))
+}
 
 fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     let radii = a.shape.radius + b.shape.radius;
@@ -613,61 +733,7 @@ fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     if sep_b - radii >= margin {
         return Manifold::default();
     }
-    // Edge pairs that build Minkowski faces, found in B's frame: A's face normals are turned
-    // once each, B's are read as stored; B's edges (negated normals and their cross product)
-    // are read once per pair.
-    let a_faces = a.shape.face_count as usize;
-    let mut a_normals = [Vec3::ZERO; PAIR_CACHE];
-    let a_cached = a_faces <= PAIR_CACHE;
-    if a_cached {
-        for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
-            *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
-        }
-    }
-    let a_normal = |f: u32| if a_cached { a_normals[f as usize] } else { rotate_inv(b.orientation, a.face_plane(f).0) };
-    let b_edge = |eb: u32| {
-        let [_, _, fb0, fb1] = b.edge(eb);
-        let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
-        (c, d, d.cross(c))
-    };
-    let b_edges = b.shape.edge_count as usize;
-    let mut b_cache = [(Vec3::ZERO, Vec3::ZERO, Vec3::ZERO); PAIR_CACHE];
-    let b_cached = b_edges <= PAIR_CACHE;
-    if b_cached {
-        for (eb, e) in b_cache[..b_edges].iter_mut().enumerate() {
-            *e = b_edge(eb as u32);
-        }
-    }
-    let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
-    for ea in 0..a.shape.edge_count {
-        let [a0, a1, fa0, fa1] = a.edge(ea);
-        let (pa0, pa1) = (a.point(a0), a.point(a1));
-        let (na0, na1) = (a_normal(fa0), a_normal(fa1));
-        let na1xna0 = na1.cross(na0);
-        for eb in 0..b.shape.edge_count {
-            let (c, d, dxc) = if b_cached { b_cache[eb as usize] } else { b_edge(eb) };
-            if !is_minkowski_face(na0, na1, na1xna0, c, d, dxc) {
-                continue;
-            }
-            let [b0, b1, _, _] = b.edge(eb);
-            let (pb0, pb1) = (b.point(b0), b.point(b1));
-            let axis = (pa1 - pa0).cross(pb1 - pb0);
-            let len = axis.length();
-            if len < 1e-5 * (pa1 - pa0).length() * (pb1 - pb0).length() {
-                continue;
-            }
-            let mut axis = axis / len;
-            if axis.dot(pa0 - a.position) < 0.0 {
-                axis = -axis;
-            }
-            let s = axis.dot(pb0 - pa0);
-            if s > sep_e {
-                sep_e = s;
-                edge_pair = (ea, eb);
-                axis_e = axis;
-            }
-        }
-    }
+    let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b);
     let mut m = Manifold::default();
 
     if sep_e > sep_a.max(sep_b) + EDGE_TOLERANCE {
@@ -1121,5 +1187,33 @@ mod tests {
         for p in &m.points[..m.count] {
             assert!(p.separation < 0.02 && p.separation > -0.01, "{}", p.separation);
         }
+    }
+
+    /// The edge query from arrays (each size class) finds bit for bit the edge pair, separation
+    /// and axis of the query that computes every product where it is used, over box-box,
+    /// box-hull and hull-hull pairs at random touching poses.
+    #[test]
+    fn edge_query_from_arrays_matches_the_uncached_query() {
+        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
+        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull];
+        let mut rng = crate::scenes::Lcg(11);
+        let mut found = 0;
+        for trial in 0..300 {
+            let (sa, sb) = (shapes[trial % 3].clone(), shapes[(trial / 3) % 3].clone());
+            let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+            let (qa, qb) = (rng.rotation(), rng.rotation());
+            let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
+            let distance = rng.range(0.5, 1.0) * (reach(&sa) + reach(&sb));
+            let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
+                (edge_query_uncached(a, b), edge_query_dispatch(a, b), edge_query::<128, 192>(a, b))
+            })
+            .1;
+            let bits =
+                |(pair, s, axis): ((u32, u32), f32, Vec3)| (pair, s.to_bits(), axis.to_array().map(f32::to_bits));
+            assert_eq!(bits(uncached), bits(dispatched), "trial {trial}");
+            assert_eq!(bits(uncached), bits(wide), "trial {trial}");
+            found += usize::from(uncached.1 > f32::MIN);
+        }
+        assert!(found > 200, "only {found} of 300 pairs have a Minkowski edge pair");
     }
 }
