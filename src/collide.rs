@@ -51,6 +51,9 @@ pub(crate) struct Posed<'a> {
     /// [`Posed::point`] and [`Posed::face_plane`] compute them, when the caller computed them
     /// once for all of a body's pairs ([`Posed::world`]); else empty.
     pub world: &'a [Vec4],
+    /// The core points in the body's frame four at a time, as (x, y, z) of four points, the
+    /// last group padded with the last point ([`Posed::local_groups`]); else empty.
+    pub groups: &'a [Vec4],
 }
 
 impl<'a> Posed<'a> {
@@ -62,7 +65,24 @@ impl<'a> Posed<'a> {
         geometry: &'a [Vec4],
         topology: &'a [u32],
     ) -> Self {
-        Self { shape, position, orientation, geometry, topology, world: &[] }
+        Self { shape, position, orientation, geometry, topology, world: &[], groups: &[] }
+    }
+
+    /// Appends a shape's core points in its frame to `out` four at a time: per group the x,
+    /// then the y, then the z of four points, the last group padded with the last point (the
+    /// minimum over them is unchanged).
+    pub fn local_groups(shape: &GpuShape, geometry: &[Vec4], out: &mut Vec<Vec4>) {
+        let first = shape.first_point as usize;
+        let points = &geometry[first..first + shape.point_count as usize];
+        for group in points.chunks(4) {
+            let p = |i: usize| group[i.min(group.len() - 1)];
+            let (p0, p1, p2, p3) = (p(0), p(1), p(2), p(3));
+            out.extend([
+                Vec4::new(p0.x, p1.x, p2.x, p3.x),
+                Vec4::new(p0.y, p1.y, p2.y, p3.y),
+                Vec4::new(p0.z, p1.z, p2.z, p3.z),
+            ]);
+        }
     }
 
     /// Appends the world points, then the world face planes, of a polytope to `out`, bit for
@@ -140,6 +160,15 @@ impl<'a> Posed<'a> {
     /// The smallest `d · x` over the core's points (its support in direction `-d`), world.
     fn min_along(&self, d: Vec3) -> f32 {
         let local = rotate_inv(self.orientation, d);
+        if !self.groups.is_empty() {
+            // The same products, four points per lane group.
+            let (x, y, z) = (Vec4::splat(local.x), Vec4::splat(local.y), Vec4::splat(local.z));
+            let mut lanes = Vec4::splat(f32::MAX);
+            for g in self.groups.chunks_exact(3) {
+                lanes = lanes.min(x * g[0] + y * g[1] + z * g[2]);
+            }
+            return lanes.x.min(lanes.y).min(lanes.z.min(lanes.w)) + d.dot(self.position);
+        }
         let first = self.shape.first_point as usize;
         let points = &self.geometry[first..first + self.shape.point_count as usize];
         // Four running minima (the minimum is exact in any order, so this is the WGSL loop's
@@ -923,7 +952,14 @@ mod tests {
         let (mut world_a, mut world_b) = (Vec::new(), Vec::new());
         posed(0).world(&mut world_a);
         posed(1).world(&mut world_b);
-        let cached = collide(&Posed { world: &world_a, ..posed(0) }, &Posed { world: &world_b, ..posed(1) }, 0.02);
+        let (mut groups_a, mut groups_b) = (Vec::new(), Vec::new());
+        Posed::local_groups(posed(0).shape, &packed.geometry, &mut groups_a);
+        Posed::local_groups(posed(1).shape, &packed.geometry, &mut groups_b);
+        let cached = collide(
+            &Posed { world: &world_a, groups: &groups_a, ..posed(0) },
+            &Posed { world: &world_b, groups: &groups_b, ..posed(1) },
+            0.02,
+        );
         assert_eq!(format!("{m:?}"), format!("{cached:?}"));
         // Every contact's core points are where the geometry says, up to the separation.
         for p in &m.points[..m.count] {

@@ -42,6 +42,10 @@ pub(crate) struct ContactState {
     /// `world_start[i]` to `world_start[i + 1]` (see [`Posed::world`]).
     world: Vec<Vec4>,
     world_start: Vec<u32>,
+    /// Per shape, its polytope points four at a time, from `groups_start[shape]` to
+    /// `groups_start[shape + 1]` (see [`Posed::local_groups`]).
+    groups: Vec<Vec4>,
+    groups_start: Vec<u32>,
     /// Coloring input and scratch (the conflict graph's adjacency lives here).
     coloring: ColoringScratch,
     pairs_scratch: Vec<[u32; 2]>,
@@ -415,11 +419,27 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         posed(i).world(&mut cs.world);
     }
     cs.world_start.push(cs.world.len() as u32);
+    // Each shape's points four at a time, once (shapes never change).
+    if cs.groups_start.len() != w.shapes.len() + 1 {
+        cs.groups.clear();
+        cs.groups_start.clear();
+        for shape in w.shapes {
+            cs.groups_start.push(cs.groups.len() as u32);
+            if shape.kind == crate::layout::SHAPE_POLYTOPE {
+                Posed::local_groups(shape, w.geometry, &mut cs.groups);
+            }
+        }
+        cs.groups_start.push(cs.groups.len() as u32);
+    }
     for pair in &cs.pairs {
         let (a, b) = (pair.a as usize, pair.b as usize);
-        let cached = |i: usize| Posed {
-            world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
-            ..posed(i)
+        let cached = |i: usize| {
+            let shape = w.props[i].shape as usize;
+            Posed {
+                world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
+                groups: &cs.groups[cs.groups_start[shape] as usize..cs.groups_start[shape + 1] as usize],
+                ..posed(i)
+            }
         };
         let (pa, pb) = (cached(a), cached(b));
         let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
