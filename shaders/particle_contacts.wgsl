@@ -53,6 +53,7 @@ fn particle_cell_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
 const GATHER_COUNT: u32 = 0u;
 const GATHER_POSITION: u32 = 1u;
 const GATHER_VELOCITY: u32 = 2u;
+const GATHER_RESTITUTION: u32 = 3u;
 
 // A normal impulse plus the Coulomb friction impulse that takes at most `max_friction` off the
 // tangential relative velocity vt of a contact of effective mass `mass`. Twin of `friction_impulse`.
@@ -115,6 +116,16 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     let s = d - reach;
                     let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
                     let dvel = me.velocity - other.velocity;
+                    if mode == GATHER_RESTITUTION {
+                        // Velocities at the start of the substep: deltas[2 N + i].
+                        let start = 2u * params.particle_count;
+                        let vn0 = dot3(deltas[start + i].xyz - deltas[start + j].xyz, n);
+                        if vn0 < -params.restitution_threshold && vn0 * params.h + s < 0.0 {
+                            let lambda = max(-mass * (dot3(dvel, n) + params.particle_restitution * vn0), 0.0);
+                            change += n * (lambda / me.mass);
+                        }
+                        continue;
+                    }
                     if mode == GATHER_POSITION {
                         if s < 0.0 {
                             let push = -s * mass;
@@ -132,7 +143,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
             }
         }
     }
-    if mode == GATHER_POSITION {
+    if mode == GATHER_POSITION || mode == GATHER_RESTITUTION {
         return vec4<f32>(change, f32(count));
     }
     for (var ci = 0u; ci < params.collider_count; ci++) {
@@ -167,6 +178,9 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
             count += slots_used(i);
         }
         work[params.particle_counts + i] = count;
+        if params.particle_restitution > 0.0 {
+            deltas[2u * params.particle_count + i] = vec4<f32>(particles[i].velocity, 0.0);
+        }
         particles[i].velocity = particles[i].velocity + params.h * params.gravity;
     }
 }
@@ -212,6 +226,24 @@ fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
             }
         }
         particles[i].velocity = particles[i].velocity + dv;
+    }
+}
+
+// The restitution pass over the particle pairs, after the velocity iterations (when the
+// particles' restitution is above zero): the changes, then their application.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        deltas[i] = vec4<f32>(particle_gather(i, GATHER_RESTITUTION).xyz, 0.0);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_apply_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        particles[i].velocity = particles[i].velocity + deltas[i].xyz;
     }
 }
 

@@ -49,13 +49,20 @@
 //! Jacobi iterations leave a heap's weight partly unresolved each substep, and the pushes that
 //! remove the overlap it makes ratchet the base outward: three particles in an arch stand for
 //! seconds where statics says they stand for ever, and a collapsing column still spreads far
-//! flatter than sand), and restitution between particles or between particles and bodies.
+//! flatter than sand), and restitution between particles and bodies.
+//!
+//! Particles bounce off each other: a pair that closed faster than the restitution threshold at
+//! the start of the substep and would have met within it (`v_n0 h + s < 0`) is given, after
+//! the velocity iterations have stopped it at contact, the Jacobi impulse that makes it leave
+//! at `e` times that closing speed (Newton's law, as the bodies' restitution pass does from the
+//! approach velocity at detection).
 //!
 //! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
 //! 320 MB; the particle grid adds 5 words per particle, one per hash bucket (a power of two
 //! at least the particle count) and the radix sort's histogram in its work arena, and 32 bytes
 //! per particle of position and velocity changes: about 92 bytes per particle in all, 920 MB
-//! for 10 million. A world with bodies adds, per particle, [`PARTICLE_BODY_SLOTS`] slots of 52
+//! for 10 million (16 more per particle, their velocities at the start of the substep, when
+//! they bounce off each other: restitution above zero). A world with bodies adds, per particle, [`PARTICLE_BODY_SLOTS`] slots of 52
 //! bytes (a body index in the work arena; normal, lever and impulse in a buffer of their own), a
 //! slot counter and as many body-list entries: 228 bytes, 2.3 GB for 10 million (3.2 GB in
 //! all), and one word per body. Every buffer must fit the device's

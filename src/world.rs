@@ -142,8 +142,10 @@ pub struct WorldDesc {
 /// Settings of the particles of a world.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ParticleSettings {
-    /// Material of every particle, combined with a collider's as for bodies; its friction is
-    /// also that of particle-particle contacts. Default friction 0.5, restitution 0.
+    /// Material of every particle, combined with a collider's as for bodies; its friction and
+    /// restitution are also those of particle-particle contacts (two particles closing faster
+    /// than the restitution threshold leave at `e` times their closing speed). Default
+    /// friction 0.5, restitution 0.
     pub material: Material,
     /// Whether particles collide with each other. Default true.
     pub collisions: bool,

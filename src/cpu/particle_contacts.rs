@@ -48,6 +48,8 @@ pub(crate) struct ParticleGrid {
     pub counts: Vec<u32>,
     /// Position or velocity changes of a Jacobi iteration.
     pub scratch: Vec<Vec3>,
+    /// Each particle's velocity at the start of the substep, before gravity (restitution).
+    pub start: Vec<Vec3>,
     /// Each body's particle contacts: counted, then their starts in `body_list`, then the total.
     pub body_starts: Vec<u32>,
     /// The particles touching each body, grouped by body, in the order the body finds them.
@@ -87,6 +89,8 @@ enum Gather {
     Position,
     /// The velocity change of one Jacobi iteration over the particle and collider contacts.
     Velocity,
+    /// The velocity change of the restitution pass over the particle pairs.
+    Restitution,
 }
 
 /// Gathers over the particles in the 27 cells around particle `i` (each bucket once, in a fixed
@@ -163,6 +167,17 @@ fn gather(
                     let s = d - reach;
                     let mass = 1.0 / (my_share + grid.counts[j].max(1) as f32 / other.mass);
                     let dvel = me.velocity - other.velocity;
+                    if mode == Gather::Restitution {
+                        // A pair that closed faster than the threshold at the start of the
+                        // substep and would have met within it leaves at `e` times that speed
+                        // (Newton; the solve has already stopped it at contact).
+                        let vn0 = (grid.start[i] - grid.start[j]).dot(n);
+                        if vn0 < -p.restitution_threshold && vn0 * p.h + s < 0.0 {
+                            let lambda = (-mass * (dvel.dot(n) + p.particle_restitution * vn0)).max(0.0);
+                            change += n * (lambda / me.mass);
+                        }
+                        continue;
+                    }
                     if mode == Gather::Position {
                         if s < 0.0 {
                             // The push out, and Coulomb friction against it: the push is an
@@ -184,7 +199,7 @@ fn gather(
             }
         }
     }
-    if mode == Gather::Position {
+    if mode == Gather::Position || mode == Gather::Restitution {
         return (change, count);
     }
     for c in colliders {
@@ -514,6 +529,8 @@ pub(crate) fn particle_contacts(
         if with_bodies { own + grid.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }
     }));
     grid.counts = counts;
+    grid.start.clear();
+    grid.start.extend(particles.iter().map(|q| q.velocity));
     // Gravity (with the counts on the GPU, so the sums round alike).
     for particle in particles.iter_mut() {
         particle.velocity += p.h * p.gravity;
@@ -546,6 +563,15 @@ pub(crate) fn particle_contacts(
                 }
             }
             particle.velocity += dv;
+        }
+    }
+    if p.particle_restitution > 0.0 {
+        scratch.clear();
+        scratch.extend(
+            (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Restitution).0),
+        );
+        for (particle, change) in particles.iter_mut().zip(&scratch) {
+            particle.velocity += *change;
         }
     }
     grid.scratch = scratch;

@@ -33,6 +33,9 @@ pub(crate) struct GpuParticles {
     apply_position: wgpu::ComputePipeline,
     collide: wgpu::ComputePipeline,
     apply_velocity: wgpu::ComputePipeline,
+    /// The restitution pass over particle pairs and its application (when `bounces`).
+    restitution: wgpu::ComputePipeline,
+    apply_restitution: wgpu::ComputePipeline,
     advance: wgpu::ComputePipeline,
     /// The stages in which bodies find their particles, when particles meet bodies.
     bodies: Option<BodyStages>,
@@ -43,6 +46,8 @@ pub(crate) struct GpuParticles {
     pub count: u32,
     collisions: bool,
     iterations: u32,
+    /// Whether particles bounce off each other (restitution above zero).
+    bounces: bool,
 }
 
 /// The particle-body stages: `particle_speed_bound`, `body_particle_count`, the scan of the counts, `body_particle_fill`
@@ -66,7 +71,8 @@ pub(crate) struct ParticleArena {
     plan: Vec<RadixParams>,
     /// Block sums of the scan of the bodies' particle counts.
     body_scan_sums: u32,
-    /// Vec4s of the particles' position and velocity changes: two per particle.
+    /// Vec4s of the particles' position and velocity changes, two per particle, and of their
+    /// velocities at the start of the substep, one more when they bounce off each other.
     delta_vec4s: u64,
     /// Vec4s of the particle-body slots: three per slot (normal, lever, impulse).
     slot_vec4s: u64,
@@ -110,7 +116,7 @@ impl ParticleArena {
             scan_sums,
             plan,
             body_scan_sums,
-            delta_vec4s: 2 * n as u64,
+            delta_vec4s: if params.particle_restitution > 0.0 { 3 } else { 2 } * n as u64,
             slot_vec4s: 3 * slots as u64,
         }
     }
@@ -277,6 +283,8 @@ impl GpuParticles {
             apply_position: pipeline("particle_apply_position"),
             collide: pipeline("particle_collide"),
             apply_velocity: pipeline("particle_apply_velocity"),
+            restitution: pipeline("particle_restitution"),
+            apply_restitution: pipeline("particle_apply_restitution"),
             advance: pipeline("advance_particles"),
             bodies,
             work,
@@ -285,6 +293,7 @@ impl GpuParticles {
             count: n,
             collisions: params.particle_collisions != 0,
             iterations: params.particle_iterations,
+            bounces: params.particle_restitution > 0.0,
         })
     }
 
@@ -292,7 +301,8 @@ impl GpuParticles {
     pub fn dispatches_per_substep(&self) -> u32 {
         let bodies = if self.bodies.is_some() { 3 + Scan::DISPATCHES + self.iterations } else { 0 };
         if self.collisions {
-            1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies
+            let restitution = if self.bounces { 2 } else { 0 };
+            1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies + restitution
         } else {
             1
         }
@@ -347,6 +357,10 @@ impl GpuParticles {
                     run(pass, "body_particle_solve", &b.solve, b.grid);
                 }
                 run(pass, "particle_apply_velocity", &self.apply_velocity, self.grid);
+            }
+            if self.bounces {
+                run(pass, "particle_restitution", &self.restitution, self.grid);
+                run(pass, "particle_apply_restitution", &self.apply_restitution, self.grid);
             }
         }
     }
