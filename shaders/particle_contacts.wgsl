@@ -117,6 +117,9 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
                     let dvel = me.velocity - other.velocity;
                     if mode == GATHER_RESTITUTION {
+                        if !(params.particle_restitution > 0.0) {
+                            continue;
+                        }
                         // Velocities at the start of the substep: deltas[2 N + i].
                         let start = 2u * params.particle_count;
                         let vn0 = dot3(deltas[start + i].xyz - deltas[start + j].xyz, n);
@@ -181,6 +184,17 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         if params.particle_restitution > 0.0 {
             deltas[2u * params.particle_count + i] = vec4<f32>(particles[i].velocity, 0.0);
         }
+        if params.particle_body_contacts != 0u {
+            // Each slot's approach velocity at the start of the substep, in the lever's w.
+            let used = slots_used(i);
+            for (var k = 0u; k < used; k++) {
+                let b = work[slot_word(i, k)];
+                let n = slots[slot_at(i, k)].xyz;
+                let lever = slots[slot_at(i, k) + 1u].xyz;
+                let v = bodies[b].linear_velocity + cross3(bodies[b].angular_velocity, lever);
+                slots[slot_at(i, k) + 1u] = vec4<f32>(lever, dot3(particles[i].velocity - v, n));
+            }
+        }
         particles[i].velocity = particles[i].velocity + params.h * params.gravity;
     }
 }
@@ -223,6 +237,7 @@ fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
             let used = slots_used(i);
             for (var k = 0u; k < used; k++) {
                 dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
+                slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
             }
         }
         particles[i].velocity = particles[i].velocity + dv;
@@ -243,7 +258,15 @@ fn particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
 fn particle_apply_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        particles[i].velocity = particles[i].velocity + deltas[i].xyz;
+        var dv = deltas[i].xyz;
+        if params.particle_body_contacts != 0u {
+            let used = slots_used(i);
+            for (var k = 0u; k < used; k++) {
+                dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
+                slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
+            }
+        }
+        particles[i].velocity = particles[i].velocity + dv;
     }
 }
 
@@ -355,6 +378,81 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
             linear = linear - inv_mass * impulse;
             angular = angular - mat3_mul(inv_inertia, cross3(lever, impulse));
         }
+        if supported {
+            impulse = vec3<f32>(0.0);
+        }
+        slots[slot_at(j, k) + 2u] = vec4<f32>(impulse, 0.0);
+    }
+    if dynamic {
+        bodies[b].linear_velocity = linear;
+        bodies[b].angular_velocity = angular;
+    }
+}
+
+// The restitution pass of body b over its particle contacts, in the order of its list: a
+// contact whose particle approached faster than the threshold at the start of the substep
+// (the lever's w) and would have reached the body within it leaves at e times that speed.
+// Twin of `restitution_body_contacts`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn body_particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if b >= params.body_count {
+        return;
+    }
+    let pr = props[b];
+    let e = max(params.particle_restitution, pr.restitution);
+    if !(e > 0.0) {
+        return;
+    }
+    let dynamic = pr.kind == KIND_DYNAMIC;
+    let position = bodies[b].position;
+    var linear = bodies[b].linear_velocity;
+    var angular = bodies[b].angular_velocity;
+    var inv_mass = 0.0;
+    var inv_inertia = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+    if dynamic {
+        inv_mass = bodies[b].inv_mass;
+        inv_inertia = world_inverse_inertia(bodies[b].orientation, pr.inv_inertia);
+    }
+    let end = min(work[params.particle_body_starts + b + 1u], params.particle_body_capacity);
+    for (var at = work[params.particle_body_starts + b]; at < end; at++) {
+        let j = work[params.particle_body_list + at];
+        let used = slots_used(j);
+        var k = 0u;
+        for (; k < used; k++) {
+            if work[slot_word(j, k)] == b {
+                break;
+            }
+        }
+        if k == used {
+            continue;
+        }
+        let me = particles[j];
+        let n = slots[slot_at(j, k)].xyz;
+        let lever_w = slots[slot_at(j, k) + 1u];
+        let lever = lever_w.xyz;
+        let approach = lever_w.w;
+        let s = dot3(n, me.position - (position + lever)) - me.radius;
+        if !(approach < -params.restitution_threshold && approach * params.h + s < 0.0) {
+            continue;
+        }
+        let rn = cross3(lever, n);
+        let body_share = inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
+        let support = particle_support(me, n);
+        let supported = any(support != vec3<f32>(0.0));
+        if supported && body_share == 0.0 {
+            continue;
+        }
+        var my_share = 0.0;
+        if !supported {
+            my_share = f32(max(work[params.particle_counts + j], 1u)) / me.mass;
+        }
+        let mass = 1.0 / (my_share + body_share);
+        let velocity = me.velocity - support * min(dot3(me.velocity, support), 0.0);
+        let vn = dot3(velocity - (linear + cross3(angular, lever)), n);
+        var impulse = n * max(-mass * (vn + e * approach), 0.0);
+        linear = linear - inv_mass * impulse;
+        angular = angular - mat3_mul(inv_inertia, cross3(lever, impulse));
         if supported {
             impulse = vec3<f32>(0.0);
         }

@@ -49,13 +49,15 @@
 //! Jacobi iterations leave a heap's weight partly unresolved each substep, and the pushes that
 //! remove the overlap it makes ratchet the base outward: three particles in an arch stand for
 //! seconds where statics says they stand for ever, and a collapsing column still spreads far
-//! flatter than sand), and restitution between particles and bodies.
+//! flatter than sand).
 //!
-//! Particles bounce off each other: a pair that closed faster than the restitution threshold at
-//! the start of the substep and would have met within it (`v_n0 h + s < 0`) is given, after
-//! the velocity iterations have stopped it at contact, the Jacobi impulse that makes it leave
-//! at `e` times that closing speed (Newton's law, as the bodies' restitution pass does from the
-//! approach velocity at detection).
+//! Particles bounce off each other and off bodies: a pair that closed faster than the
+//! restitution threshold at the start of the substep and would have met within it
+//! (`v_n0 h + s < 0`) is given, after the velocity iterations have stopped it at contact, the
+//! impulse that makes it leave at `e` times that closing speed (Newton's law, as the bodies'
+//! restitution pass does from the approach velocity at detection): Jacobi over particle pairs
+//! with the particles' `e`, and each body's Gauss-Seidel over its particle contacts with the
+//! larger of the particles' and the body's `e`.
 //!
 //! Memory: 32 bytes per particle on the GPU ([`crate::layout::GpuParticle`]): 10 million take
 //! 320 MB; the particle grid adds 5 words per particle, one per hash bucket (a power of two

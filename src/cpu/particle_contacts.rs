@@ -33,8 +33,12 @@ pub(crate) struct BodySlot {
     pub normal: Vec3,
     /// The body's surface point at detection, relative to its centre of mass, world frame, m.
     pub lever: Vec3,
-    /// The impulse of the last velocity iteration on the particle (the body takes its negative).
+    /// The impulse of the last velocity iteration (or of the restitution pass) on the particle,
+    /// not yet applied to it (the body took its negative at once); zero once applied.
     pub impulse: Vec3,
+    /// The particle's normal velocity relative to the body at the start of the substep, before
+    /// gravity (restitution), m/s.
+    pub approach: f32,
 }
 
 /// The particle grid's state between the stages of a substep.
@@ -168,6 +172,9 @@ fn gather(
                     let mass = 1.0 / (my_share + grid.counts[j].max(1) as f32 / other.mass);
                     let dvel = me.velocity - other.velocity;
                     if mode == Gather::Restitution {
+                        if p.particle_restitution <= 0.0 {
+                            continue;
+                        }
                         // A pair that closed faster than the threshold at the start of the
                         // substep and would have met within it leaves at `e` times that speed
                         // (Newton; the solve has already stopped it at contact).
@@ -374,7 +381,7 @@ fn find_body_contacts(
             let k = slot_counts[j] as usize;
             slot_counts[j] += 1;
             if k < SLOTS {
-                slots[j * SLOTS + k] = BodySlot { body: b as u32, normal, lever, impulse: Vec3::ZERO };
+                slots[j * SLOTS + k] = BodySlot { body: b as u32, normal, lever, ..BodySlot::default() };
             } else {
                 dropped += 1;
             }
@@ -472,6 +479,76 @@ fn solve_body_contacts(
     }
 }
 
+/// Adds each particle's Jacobi change and the impulses its body slots hold (then zeroes them).
+fn apply_changes(particles: &mut [GpuParticle], grid: &mut ParticleGrid, changes: &[Vec3], with_bodies: bool) {
+    for (i, (particle, change)) in particles.iter_mut().zip(changes).enumerate() {
+        let mut dv = *change;
+        if with_bodies {
+            for slot in &mut grid.slots[i * SLOTS..][..(grid.slot_counts[i] as usize).min(SLOTS)] {
+                dv += slot.impulse * (1.0 / particle.mass);
+                slot.impulse = Vec3::ZERO;
+            }
+        }
+        particle.velocity += dv;
+    }
+}
+
+/// The restitution pass of every body over its particle contacts (Gauss-Seidel in the order
+/// of its list, as [`solve_body_contacts`]): a contact whose particle approached faster than
+/// the threshold at the start of the substep (`approach`) and would have reached the body
+/// within it gets the normal impulse that makes it leave at `e` times that speed, `e` the
+/// larger of the particle's and the body's restitution. A supported particle counts as
+/// immovable and the body takes the whole bounce. Twin of `body_particle_restitution`.
+fn restitution_body_contacts(
+    p: &StepParams,
+    geometry: &[Vec4],
+    colliders: &[GpuCollider],
+    tables: &mut BodyTables,
+    particles: &[GpuParticle],
+    grid: &mut ParticleGrid,
+) {
+    let capacity = grid.body_list.len();
+    for b in 0..tables.bodies.len() {
+        let e = p.particle_restitution.max(tables.props[b].restitution);
+        if e <= 0.0 {
+            continue;
+        }
+        let (mut body, inv_mass, inv_inertia) = body_motion(tables, b);
+        let (start, end) = (grid.body_starts[b] as usize, (grid.body_starts[b + 1] as usize).min(capacity));
+        for e_at in start.min(end)..end {
+            let j = grid.body_list[e_at] as usize;
+            let used = (grid.slot_counts[j] as usize).min(SLOTS);
+            let Some(k) = grid.slots[j * SLOTS..][..used].iter().position(|s| s.body == b as u32) else { continue };
+            let slot = grid.slots[j * SLOTS + k];
+            let me = particles[j];
+            let n = slot.normal;
+            let s = slot_separation(tables, &me, &slot);
+            if !(slot.approach < -p.restitution_threshold && slot.approach * p.h + s < 0.0) {
+                continue;
+            }
+            let rn = slot.lever.cross(n);
+            let body_share = inv_mass + rn.dot(inv_inertia * rn);
+            let support = support_normal(p, geometry, colliders, &me, n);
+            let supported = support != Vec3::ZERO;
+            if supported && body_share == 0.0 {
+                continue;
+            }
+            let my_share = if supported { 0.0 } else { grid.counts[j].max(1) as f32 / me.mass };
+            let mass = 1.0 / (my_share + body_share);
+            let velocity = me.velocity - support * me.velocity.dot(support).min(0.0);
+            let vn = (velocity - (body.linear_velocity + body.angular_velocity.cross(slot.lever))).dot(n);
+            let impulse = n * (-mass * (vn + e * slot.approach)).max(0.0);
+            body.linear_velocity -= inv_mass * impulse;
+            body.angular_velocity -= inv_inertia * slot.lever.cross(impulse);
+            grid.slots[j * SLOTS + k].impulse = if supported { Vec3::ZERO } else { impulse };
+        }
+        if tables.props[b].kind == KIND_DYNAMIC {
+            tables.bodies[b].linear_velocity = body.linear_velocity;
+            tables.bodies[b].angular_velocity = body.angular_velocity;
+        }
+    }
+}
+
 /// The normal of a static collider that holds particle `me` against a push along `n`, or zero:
 /// the first collider it touches (within the margin) whose normal is more than 60° against `n`.
 /// Such a particle passes a body's push straight on to the static geometry (shock propagation,
@@ -531,6 +608,15 @@ pub(crate) fn particle_contacts(
     grid.counts = counts;
     grid.start.clear();
     grid.start.extend(particles.iter().map(|q| q.velocity));
+    if with_bodies {
+        for (i, q) in particles.iter().enumerate() {
+            for slot in &mut grid.slots[i * SLOTS..][..(grid.slot_counts[i] as usize).min(SLOTS)] {
+                let body = &tables.bodies[slot.body as usize];
+                let v = body.linear_velocity + body.angular_velocity.cross(slot.lever);
+                slot.approach = (q.velocity - v).dot(slot.normal);
+            }
+        }
+    }
     // Gravity (with the counts on the GPU, so the sums round alike).
     for particle in particles.iter_mut() {
         particle.velocity += p.h * p.gravity;
@@ -555,24 +641,19 @@ pub(crate) fn particle_contacts(
         if with_bodies {
             solve_body_contacts(p, geometry, colliders, tables, particles, grid);
         }
-        for (i, (particle, change)) in particles.iter_mut().zip(&scratch).enumerate() {
-            let mut dv = *change;
-            if with_bodies {
-                for slot in &grid.slots[i * SLOTS..][..(grid.slot_counts[i] as usize).min(SLOTS)] {
-                    dv += slot.impulse * (1.0 / particle.mass);
-                }
-            }
-            particle.velocity += dv;
-        }
+        apply_changes(particles, grid, &scratch, with_bodies);
     }
-    if p.particle_restitution > 0.0 {
+    let bodies_bounce =
+        with_bodies && (p.particle_restitution > 0.0 || tables.props.iter().any(|props| props.restitution > 0.0));
+    if p.particle_restitution > 0.0 || bodies_bounce {
         scratch.clear();
         scratch.extend(
             (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Restitution).0),
         );
-        for (particle, change) in particles.iter_mut().zip(&scratch) {
-            particle.velocity += *change;
+        if bodies_bounce {
+            restitution_body_contacts(p, geometry, colliders, tables, particles, grid);
         }
+        apply_changes(particles, grid, &scratch, with_bodies);
     }
     grid.scratch = scratch;
 }

@@ -15,6 +15,8 @@ pub(crate) struct BodyBuffers<'a> {
     pub props: &'a wgpu::Buffer,
     pub shapes: &'a wgpu::Buffer,
     pub topology: &'a wgpu::Buffer,
+    /// Whether any body's restitution is above zero (its particle contacts can bounce).
+    pub bounce: bool,
 }
 
 /// Everything the particle stages need.
@@ -46,18 +48,23 @@ pub(crate) struct GpuParticles {
     pub count: u32,
     collisions: bool,
     iterations: u32,
-    /// Whether particles bounce off each other (restitution above zero).
+    /// Whether particles bounce off each other (restitution above zero): the restitution pass
+    /// runs, over particle pairs and, when `bodies` bounce, over particle-body contacts.
     bounces: bool,
 }
 
 /// The particle-body stages: `particle_speed_bound`, `body_particle_count`, the scan of the counts, `body_particle_fill`
-/// (shaders/particle_bodies.wgsl), and per velocity iteration `body_particle_solve`.
+/// (shaders/particle_bodies.wgsl), per velocity iteration `body_particle_solve`, and
+/// `body_particle_restitution` when contacts with bodies can bounce.
 struct BodyStages {
     bind_group: wgpu::BindGroup,
     speed: wgpu::ComputePipeline,
     count: wgpu::ComputePipeline,
     fill: wgpu::ComputePipeline,
     solve: wgpu::ComputePipeline,
+    restitution: wgpu::ComputePipeline,
+    /// Whether the particles' or any body's restitution is above zero.
+    bounces: bool,
     grid: (u32, u32),
     bodies: u32,
     readback: wgpu::Buffer,
@@ -258,6 +265,8 @@ impl GpuParticles {
                 count: find("body_particle_count"),
                 fill: find("body_particle_fill"),
                 solve: pipeline("body_particle_solve"),
+                restitution: pipeline("body_particle_restitution"),
+                bounces: params.particle_restitution > 0.0 || body_buffers.bounce,
                 grid: dispatch_grid(params.body_count, WORKGROUP_SIZE),
                 bodies: params.body_count,
                 readback: device.create_buffer(&wgpu::BufferDescriptor {
@@ -301,7 +310,11 @@ impl GpuParticles {
     pub fn dispatches_per_substep(&self) -> u32 {
         let bodies = if self.bodies.is_some() { 3 + Scan::DISPATCHES + self.iterations } else { 0 };
         if self.collisions {
-            let restitution = if self.bounces { 2 } else { 0 };
+            let restitution = match &self.bodies {
+                Some(b) if b.bounces => 3,
+                _ if self.bounces => 2,
+                _ => 0,
+            };
             1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies + restitution
         } else {
             1
@@ -358,8 +371,12 @@ impl GpuParticles {
                 }
                 run(pass, "particle_apply_velocity", &self.apply_velocity, self.grid);
             }
-            if self.bounces {
+            let bodies_bounce = self.bodies.as_ref().filter(|b| b.bounces);
+            if self.bounces || bodies_bounce.is_some() {
                 run(pass, "particle_restitution", &self.restitution, self.grid);
+                if let Some(b) = bodies_bounce {
+                    run(pass, "body_particle_restitution", &b.restitution, b.grid);
+                }
                 run(pass, "particle_apply_restitution", &self.apply_restitution, self.grid);
             }
         }

@@ -161,7 +161,13 @@ impl GpuSolver {
                 &params_buffer,
                 &geometry,
                 &colliders,
-                &BodyBuffers { bodies: &bodies, props: &props, shapes: &shapes, topology: &topology },
+                &BodyBuffers {
+                    bodies: &bodies,
+                    props: &props,
+                    shapes: &shapes,
+                    topology: &topology,
+                    bounce: packed.props.iter().any(|p| p.restitution > 0.0),
+                },
             )?),
             None => None,
         };
