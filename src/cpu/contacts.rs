@@ -38,8 +38,9 @@ pub(crate) struct ContactState {
     pub manifolds: Vec<GpuManifold>,
     /// Last step's manifolds (warm starting, color seeds).
     previous: Vec<GpuManifold>,
-    /// The narrow phase's polytope points and face planes in the world, per body from
-    /// `world_start[i]` to `world_start[i + 1]` (see [`Posed::world`]).
+    /// The polytopes' points and face planes in the world, per body from `world_start[i]` to
+    /// `world_start[i + 1]` (see [`Posed::world`]): filled by the broad phase, read by it and
+    /// by the narrow phase.
     world: Vec<Vec4>,
     world_start: Vec<u32>,
     /// Per shape, its polytope points four at a time, from `groups_start[shape]` to
@@ -262,13 +263,25 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     let n = p.body_count as usize;
     cs.aabb_min.clear();
     cs.aabb_max.clear();
+    // Each polytope's world points and face planes, for its bounds here and for all of its
+    // pairs in the narrow phase (`collide_pairs`), which runs at the same positions.
+    cs.world.clear();
+    cs.world_start.clear();
     for i in 0..n {
         let b = &w.bodies[i];
         let sh = &w.shapes[w.props[i].shape as usize];
+        let start = cs.world.len();
+        cs.world_start.push(start as u32);
+        Posed::new(sh, b.position, b.orientation, w.geometry, w.topology).world(&mut cs.world);
+        let cached = cs.world.len() > start;
         let (mut lo, mut hi, mut reach) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN), 0.0_f32);
         for k in 0..sh.point_count {
             let local = w.geometry[(sh.first_point + k) as usize].truncate();
-            let x = b.position + rotate(b.orientation, local);
+            let x = if cached {
+                cs.world[start + k as usize].truncate()
+            } else {
+                b.position + rotate(b.orientation, local)
+            };
             lo = lo.min(x);
             hi = hi.max(x);
             reach = reach.max(local.length());
@@ -282,6 +295,7 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         cs.aabb_min.push((lo - Vec3::splat(sh.radius + margin)).extend(spin));
         cs.aabb_max.push(hi + Vec3::splat(sh.radius + margin));
     }
+    cs.world_start.push(cs.world.len() as u32);
     let overlaps = |cs: &ContactState, i: usize, j: usize| {
         let (lo_i, hi_i, lo_j, hi_j) =
             (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
@@ -334,17 +348,12 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         if key < large_key {
             let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
             let to = grid.cell(cs.aabb_max[iu]);
-            let mut seen = [u32::MAX; 64];
-            let mut seen_count = 0;
+            // Two cells of the stencil may share a hash bucket: the pairs found twice go at the
+            // sort's dedup below.
             for z in from[2]..=to[2].min(from[2] + 3) {
                 for y in from[1]..=to[1].min(from[1] + 3) {
                     for x in from[0]..=to[0].min(from[0] + 3) {
                         let h = grid.hash([x, y, z]);
-                        if seen[..seen_count].contains(&h) {
-                            continue;
-                        }
-                        seen[seen_count] = h;
-                        seen_count += 1;
                         let mut e = cs.cell_start[h as usize] as usize;
                         while e < n && cs.cells[e][0] == h {
                             // `overlaps`, on the sorted copy.
@@ -375,6 +384,7 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         }
     }
     cs.pairs.sort_unstable();
+    cs.pairs.dedup();
 }
 
 /// The distance within which a pair gets speculative contacts, m: the speculative distance,
@@ -411,14 +421,8 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
             w.topology,
         )
     };
-    // Each polytope's world points and face planes once, for all of its pairs.
-    cs.world.clear();
-    cs.world_start.clear();
-    for i in 0..p.body_count as usize {
-        cs.world_start.push(cs.world.len() as u32);
-        posed(i).world(&mut cs.world);
-    }
-    cs.world_start.push(cs.world.len() as u32);
+    // The world points and planes of each polytope come from the broad phase, at these positions.
+    debug_assert_eq!(cs.world_start.len(), p.body_count as usize + 1);
     // Each shape's points four at a time, once (shapes never change).
     if cs.groups_start.len() != w.shapes.len() + 1 {
         cs.groups.clear();
