@@ -117,12 +117,9 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
                     let dvel = me.velocity - other.velocity;
                     if mode == GATHER_RESTITUTION {
-                        if !(params.particle_restitution > 0.0) {
-                            continue;
-                        }
                         // Velocities at the start of the substep: deltas[2 N + i].
-                        let start = 2u * params.particle_count;
-                        let vn0 = dot3(deltas[start + i].xyz - deltas[start + j].xyz, n);
+                        let first = 2u * params.particle_count;
+                        let vn0 = dot3(deltas[first + i].xyz - deltas[first + j].xyz, n);
                         if vn0 < -params.restitution_threshold && vn0 * params.h + s < 0.0 {
                             let lambda = max(-mass * (dot3(dvel, n) + params.particle_restitution * vn0), 0.0);
                             change += n * (lambda / me.mass);
@@ -184,8 +181,10 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         if params.particle_restitution > 0.0 {
             deltas[2u * params.particle_count + i] = vec4<f32>(particles[i].velocity, 0.0);
         }
+        particles[i].velocity = particles[i].velocity + params.h * params.gravity;
         if params.particle_body_contacts != 0u {
-            // Each slot's approach velocity at the start of the substep, in the lever's w.
+            // Each slot's approach velocity at the start of the substep, both sides after
+            // gravity, in the lever's w.
             let used = slots_used(i);
             for (var k = 0u; k < used; k++) {
                 let b = work[slot_word(i, k)];
@@ -195,7 +194,6 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
                 slots[slot_at(i, k) + 1u] = vec4<f32>(lever, dot3(particles[i].velocity - v, n));
             }
         }
-        particles[i].velocity = particles[i].velocity + params.h * params.gravity;
     }
 }
 
@@ -258,7 +256,12 @@ fn particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
 fn particle_apply_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        var dv = deltas[i].xyz;
+        // The pairs' change when particles bounce off each other (else particle_restitution
+        // did not run), then the body slots'.
+        var dv = vec3<f32>(0.0);
+        if params.particle_restitution > 0.0 {
+            dv = deltas[i].xyz;
+        }
         if params.particle_body_contacts != 0u {
             let used = slots_used(i);
             for (var k = 0u; k < used; k++) {

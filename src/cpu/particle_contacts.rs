@@ -36,8 +36,8 @@ pub(crate) struct BodySlot {
     /// The impulse of the last velocity iteration (or of the restitution pass) on the particle,
     /// not yet applied to it (the body took its negative at once); zero once applied.
     pub impulse: Vec3,
-    /// The particle's normal velocity relative to the body at the start of the substep, before
-    /// gravity (restitution), m/s.
+    /// The particle's normal velocity relative to the body at the start of the substep, both
+    /// after gravity (restitution), m/s.
     pub approach: f32,
 }
 
@@ -172,9 +172,6 @@ fn gather(
                     let mass = 1.0 / (my_share + grid.counts[j].max(1) as f32 / other.mass);
                     let dvel = me.velocity - other.velocity;
                     if mode == Gather::Restitution {
-                        if p.particle_restitution <= 0.0 {
-                            continue;
-                        }
                         // A pair that closed faster than the threshold at the start of the
                         // substep and would have met within it leaves at `e` times that speed
                         // (Newton; the solve has already stopped it at contact).
@@ -608,7 +605,13 @@ pub(crate) fn particle_contacts(
     grid.counts = counts;
     grid.start.clear();
     grid.start.extend(particles.iter().map(|q| q.velocity));
+    // Gravity (with the counts on the GPU, so the sums round alike).
+    for particle in particles.iter_mut() {
+        particle.velocity += p.h * p.gravity;
+    }
     if with_bodies {
+        // Each slot's approach velocity, both sides after gravity (the bodies took theirs
+        // before their solve), so a body resting on particles does not seem to approach them.
         for (i, q) in particles.iter().enumerate() {
             for slot in &mut grid.slots[i * SLOTS..][..(grid.slot_counts[i] as usize).min(SLOTS)] {
                 let body = &tables.bodies[slot.body as usize];
@@ -616,10 +619,6 @@ pub(crate) fn particle_contacts(
                 slot.approach = (q.velocity - v).dot(slot.normal);
             }
         }
-    }
-    // Gravity (with the counts on the GPU, so the sums round alike).
-    for particle in particles.iter_mut() {
-        particle.velocity += p.h * p.gravity;
     }
     let mut scratch = std::mem::take(&mut grid.scratch);
     for _ in 0..p.particle_iterations {
@@ -647,9 +646,13 @@ pub(crate) fn particle_contacts(
         with_bodies && (p.particle_restitution > 0.0 || tables.props.iter().any(|props| props.restitution > 0.0));
     if p.particle_restitution > 0.0 || bodies_bounce {
         scratch.clear();
-        scratch.extend(
-            (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Restitution).0),
-        );
+        if p.particle_restitution > 0.0 {
+            scratch.extend(
+                (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Restitution).0),
+            );
+        } else {
+            scratch.resize(particles.len(), Vec3::ZERO);
+        }
         if bodies_bounce {
             restitution_body_contacts(p, geometry, colliders, tables, particles, grid);
         }

@@ -310,11 +310,10 @@ impl GpuParticles {
     pub fn dispatches_per_substep(&self) -> u32 {
         let bodies = if self.bodies.is_some() { 3 + Scan::DISPATCHES + self.iterations } else { 0 };
         if self.collisions {
-            let restitution = match &self.bodies {
-                Some(b) if b.bounces => 3,
-                _ if self.bounces => 2,
-                _ => 0,
-            };
+            // The pairs' pass, the bodies' pass, and their application.
+            let bodies_bounce = self.bodies.as_ref().is_some_and(|b| b.bounces);
+            let restitution =
+                u32::from(self.bounces) + u32::from(bodies_bounce) + u32::from(self.bounces || bodies_bounce);
             1 + Radix::dispatches(self.radix_passes) + 2 + 4 * self.iterations + 1 + bodies + restitution
         } else {
             1
@@ -373,7 +372,9 @@ impl GpuParticles {
             }
             let bodies_bounce = self.bodies.as_ref().filter(|b| b.bounces);
             if self.bounces || bodies_bounce.is_some() {
-                run(pass, "particle_restitution", &self.restitution, self.grid);
+                if self.bounces {
+                    run(pass, "particle_restitution", &self.restitution, self.grid);
+                }
                 if let Some(b) = bodies_bounce {
                     run(pass, "body_particle_restitution", &b.restitution, b.grid);
                 }
