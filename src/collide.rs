@@ -647,10 +647,14 @@ fn edge_query<const F: usize, const E: usize>(a: &Posed, b: &Posed) -> ((u32, u3
         *n = -b.local_face_normal(f as u32);
     }
     let mut b_arcs = [(0u32, 0u32, Vec3::ZERO); E];
-    for (eb, arc) in b_arcs[..b_edges].iter_mut().enumerate() {
-        let [_, _, fb0, fb1] = b.edge(eb as u32);
+    // B's edges in the world: first point, direction and length, read once each.
+    let mut b_segments = [(Vec3::ZERO, Vec3::ZERO, 0.0_f32); E];
+    for (eb, (arc, segment)) in b_arcs[..b_edges].iter_mut().zip(&mut b_segments).enumerate() {
+        let [b0, b1, fb0, fb1] = b.edge(eb as u32);
         let (c, d) = (b_normals[fb0 as usize], b_normals[fb1 as usize]);
         *arc = (fb0, fb1, d.cross(c));
+        let (pb0, pb1) = (b.point(b0), b.point(b1));
+        *segment = (pb0, pb1 - pb0, (pb1 - pb0).length());
     }
     let mut side = [0.0_f32; F];
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
@@ -661,7 +665,7 @@ fn edge_query<const F: usize, const E: usize>(a: &Posed, b: &Posed) -> ((u32, u3
         for (s, c) in side[..b_faces].iter_mut().zip(&b_normals) {
             *s = c.dot(na1xna0);
         }
-        let (mut pa0, mut pa1) = (Vec3::ZERO, Vec3::ZERO);
+        let (mut pa0, mut pa1, mut len_a) = (Vec3::ZERO, Vec3::ZERO, 0.0);
         let mut points_read = false;
         for (eb, &(fb0, fb1, dxc)) in b_arcs[..b_edges].iter().enumerate() {
             // `is_minkowski_face`, its first test on the products read from `side`.
@@ -677,9 +681,11 @@ fn edge_query<const F: usize, const E: usize>(a: &Posed, b: &Posed) -> ((u32, u3
             }
             if !points_read {
                 (pa0, pa1) = (a.point(a0), a.point(a1));
+                len_a = (pa1 - pa0).length();
                 points_read = true;
             }
-            if let Some((s, axis)) = edge_separation(a, b, pa0, pa1, eb as u32)
+            let (pb0, along_b, len_b) = b_segments[eb];
+            if let Some((s, axis)) = edge_separation(a, pa0, pa1, len_a, pb0, along_b, len_b)
                 && s > sep_e
             {
                 sep_e = s;
@@ -721,7 +727,10 @@ fn edge_query_uncached(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
             if !is_minkowski_face(na0, na1, na1xna0, c, d, d.cross(c)) {
                 continue;
             }
-            if let Some((s, axis)) = edge_separation(a, b, pa0, pa1, eb)
+            let [b0, b1, _, _] = b.edge(eb);
+            let (pb0, pb1) = (b.point(b0), b.point(b1));
+            let len_a = (pa1 - pa0).length();
+            if let Some((s, axis)) = edge_separation(a, pa0, pa1, len_a, pb0, pb1 - pb0, (pb1 - pb0).length())
                 && s > sep_e
             {
                 sep_e = s;
@@ -733,15 +742,22 @@ fn edge_query_uncached(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     (edge_pair, sep_e, axis_e)
 }
 
-/// The separation of A's edge `pa0`-`pa1` from B's edge `eb` along their common normal
-/// (pointing away from A's centre), and that normal; `None` for near-parallel edges.
+/// The separation of A's edge `pa0`-`pa1` (length `len_a`) from B's edge from `pb0` along
+/// `along_b` (length `len_b`) along their common normal (pointing away from A's centre), and
+/// that normal; `None` for near-parallel edges.
 #[inline]
-fn edge_separation(a: &Posed, b: &Posed, pa0: Vec3, pa1: Vec3, eb: u32) -> Option<(f32, Vec3)> {
-    let [b0, b1, _, _] = b.edge(eb);
-    let (pb0, pb1) = (b.point(b0), b.point(b1));
-    let axis = (pa1 - pa0).cross(pb1 - pb0);
+fn edge_separation(
+    a: &Posed,
+    pa0: Vec3,
+    pa1: Vec3,
+    len_a: f32,
+    pb0: Vec3,
+    along_b: Vec3,
+    len_b: f32,
+) -> Option<(f32, Vec3)> {
+    let axis = (pa1 - pa0).cross(along_b);
     let len = axis.length();
-    if len < 1e-5 * (pa1 - pa0).length() * (pb1 - pb0).length() {
+    if len < 1e-5 * len_a * len_b {
         return None;
     }
     let mut axis = axis / len;
