@@ -230,16 +230,22 @@ fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.particle_count {
-        var dv = deltas[i].xyz;
-        if params.particle_body_contacts != 0u {
-            let used = slots_used(i);
-            for (var k = 0u; k < used; k++) {
-                dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
-                slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
-            }
-        }
-        particles[i].velocity = particles[i].velocity + dv;
+        apply_change(i, deltas[i].xyz);
     }
+}
+
+// Adds particle i's Jacobi change and the impulses its body slots hold (then zeroes them).
+// Twin of `apply_changes`.
+fn apply_change(i: u32, change: vec3<f32>) {
+    var dv = change;
+    if params.particle_body_contacts != 0u {
+        let used = slots_used(i);
+        for (var k = 0u; k < used; k++) {
+            dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
+            slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
+        }
+    }
+    particles[i].velocity = particles[i].velocity + dv;
 }
 
 // The restitution pass over the particle pairs, after the velocity iterations (when the
@@ -258,18 +264,11 @@ fn particle_apply_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(nu
     if i < params.particle_count {
         // The pairs' change when particles bounce off each other (else particle_restitution
         // did not run), then the body slots'.
-        var dv = vec3<f32>(0.0);
+        var change = vec3<f32>(0.0);
         if params.particle_restitution > 0.0 {
-            dv = deltas[i].xyz;
+            change = deltas[i].xyz;
         }
-        if params.particle_body_contacts != 0u {
-            let used = slots_used(i);
-            for (var k = 0u; k < used; k++) {
-                dv += slots[slot_at(i, k) + 2u].xyz * (1.0 / particles[i].mass);
-                slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
-            }
-        }
-        particles[i].velocity = particles[i].velocity + dv;
+        apply_change(i, change);
     }
 }
 
@@ -322,14 +321,17 @@ fn particle_support(me: Particle, n: vec3<f32>) -> vec3<f32> {
 
 // One Gauss-Seidel pass of body b over its particle contacts, in the order of its list: each
 // impulse applied to the body at once and stored in the particle's slot (zero for a supported
-// particle, whose push goes to the static geometry). Twin of `solve_body_contacts`.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if b >= params.body_count {
+// particle, whose push goes to the static geometry). A velocity iteration removes contact
+// velocities, pushes overlaps out by a velocity bias and applies friction; the restitution
+// pass (`restitution_pass`) gives a contact whose particle approached faster than the
+// threshold at the start of the substep (the lever's w) and would have reached the body within
+// it the impulse that makes it leave at e times that speed. Twin of `body_contacts_pass`.
+fn body_particle_pass(b: u32, restitution_pass: bool) {
+    let pr = props[b];
+    let restitution = max(params.particle_restitution, pr.restitution);
+    if restitution_pass && !(restitution > 0.0) {
         return;
     }
-    let pr = props[b];
     let dynamic = pr.kind == KIND_DYNAMIC;
     let position = bodies[b].position;
     var linear = bodies[b].linear_velocity;
@@ -356,7 +358,13 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
         }
         let me = particles[j];
         let n = slots[slot_at(j, k)].xyz;
-        let lever = slots[slot_at(j, k) + 1u].xyz;
+        let lever_w = slots[slot_at(j, k) + 1u];
+        let lever = lever_w.xyz;
+        let approach = lever_w.w;
+        let s = dot3(n, me.position - (position + lever)) - me.radius;
+        if restitution_pass && !(approach < -params.restitution_threshold && approach * params.h + s < 0.0) {
+            continue;
+        }
         let rn = cross3(lever, n);
         let body_share = inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
         let support = particle_support(me, n);
@@ -371,13 +379,16 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
             let velocity = me.velocity - support * min(dot3(me.velocity, support), 0.0);
             let dvel = velocity - (linear + cross3(angular, lever));
             let vn = dot3(dvel, n);
-            let s = dot3(n, me.position - (position + lever)) - me.radius;
-            var bias = s * params.inv_h;
-            if !(s > 0.0) {
-                bias = max(s * params.contact_bias_rate, -params.max_push_velocity);
+            if restitution_pass {
+                impulse = n * max(-mass * (vn + restitution * approach), 0.0);
+            } else {
+                var bias = s * params.inv_h;
+                if !(s > 0.0) {
+                    bias = max(s * params.contact_bias_rate, -params.max_push_velocity);
+                }
+                let lambda = max(-mass * (vn + bias), 0.0);
+                impulse = particle_friction_impulse(lambda * n, dvel - vn * n, friction * lambda, mass);
             }
-            let lambda = max(-mass * (vn + bias), 0.0);
-            impulse = particle_friction_impulse(lambda * n, dvel - vn * n, friction * lambda, mass);
             linear = linear - inv_mass * impulse;
             angular = angular - mat3_mul(inv_inertia, cross3(lever, impulse));
         }
@@ -392,77 +403,18 @@ fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
     }
 }
 
-// The restitution pass of body b over its particle contacts, in the order of its list: a
-// contact whose particle approached faster than the threshold at the start of the substep
-// (the lever's w) and would have reached the body within it leaves at e times that speed.
-// Twin of `restitution_body_contacts`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn body_particle_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if b < params.body_count {
+        body_particle_pass(b, false);
+    }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn body_particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if b >= params.body_count {
-        return;
-    }
-    let pr = props[b];
-    let e = max(params.particle_restitution, pr.restitution);
-    if !(e > 0.0) {
-        return;
-    }
-    let dynamic = pr.kind == KIND_DYNAMIC;
-    let position = bodies[b].position;
-    var linear = bodies[b].linear_velocity;
-    var angular = bodies[b].angular_velocity;
-    var inv_mass = 0.0;
-    var inv_inertia = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
-    if dynamic {
-        inv_mass = bodies[b].inv_mass;
-        inv_inertia = world_inverse_inertia(bodies[b].orientation, pr.inv_inertia);
-    }
-    let end = min(work[params.particle_body_starts + b + 1u], params.particle_body_capacity);
-    for (var at = work[params.particle_body_starts + b]; at < end; at++) {
-        let j = work[params.particle_body_list + at];
-        let used = slots_used(j);
-        var k = 0u;
-        for (; k < used; k++) {
-            if work[slot_word(j, k)] == b {
-                break;
-            }
-        }
-        if k == used {
-            continue;
-        }
-        let me = particles[j];
-        let n = slots[slot_at(j, k)].xyz;
-        let lever_w = slots[slot_at(j, k) + 1u];
-        let lever = lever_w.xyz;
-        let approach = lever_w.w;
-        let s = dot3(n, me.position - (position + lever)) - me.radius;
-        if !(approach < -params.restitution_threshold && approach * params.h + s < 0.0) {
-            continue;
-        }
-        let rn = cross3(lever, n);
-        let body_share = inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
-        let support = particle_support(me, n);
-        let supported = any(support != vec3<f32>(0.0));
-        if supported && body_share == 0.0 {
-            continue;
-        }
-        var my_share = 0.0;
-        if !supported {
-            my_share = f32(max(work[params.particle_counts + j], 1u)) / me.mass;
-        }
-        let mass = 1.0 / (my_share + body_share);
-        let velocity = me.velocity - support * min(dot3(me.velocity, support), 0.0);
-        let vn = dot3(velocity - (linear + cross3(angular, lever)), n);
-        var impulse = n * max(-mass * (vn + e * approach), 0.0);
-        linear = linear - inv_mass * impulse;
-        angular = angular - mat3_mul(inv_inertia, cross3(lever, impulse));
-        if supported {
-            impulse = vec3<f32>(0.0);
-        }
-        slots[slot_at(j, k) + 2u] = vec4<f32>(impulse, 0.0);
-    }
-    if dynamic {
-        bodies[b].linear_velocity = linear;
-        bodies[b].angular_velocity = angular;
+    if b < params.body_count {
+        body_particle_pass(b, true);
     }
 }

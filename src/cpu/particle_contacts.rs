@@ -415,6 +415,15 @@ fn slot_separation(tables: &BodyTables, me: &GpuParticle, slot: &BodySlot) -> f3
     slot.normal.dot(me.position - surface) - me.radius
 }
 
+/// What a body's pass over its particle contacts does ([`body_contacts_pass`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyPass {
+    /// One velocity iteration: contact velocities removed, overlaps pushed out, friction.
+    Velocity,
+    /// The restitution pass after the velocity iterations.
+    Restitution,
+}
+
 /// One Gauss-Seidel pass of every body over its particle contacts, in the order of its list:
 /// each contact's impulse from the particle's velocity at the start of the iteration and the
 /// body's velocity as the pass has left it, applied to the body at once and stored in the
@@ -422,21 +431,35 @@ fn slot_separation(tables: &BodyTables, me: &GpuParticle, slot: &BodySlot) -> f3
 /// with its mass share (`m / n` over its `n` contacts), the body whole: a body with hundreds
 /// of particle contacts then converges like a body on the ground, where a mass-split Jacobi
 /// body would move by a fraction of what each contact asks per iteration (a box on a layer of
-/// particles sat 2 mm deep at 2 iterations, 0.1 mm at 8). An overlap is removed by a velocity
-/// bias at the body-body contacts' rate, capped at the largest push-out speed, not in
-/// positions: a particle pinned between a body and the floor cannot move out of the body, so
-/// the body must, and only a velocity reaches it. Static and kinematic bodies take no impulse
-/// and only push. Twin of `body_particle_solve`.
-fn solve_body_contacts(
+/// particles sat 2 mm deep at 2 iterations, 0.1 mm at 8). A particle held by a static collider
+/// against the push counts as immovable and the body takes the whole reaction; static and
+/// kinematic bodies take no impulse and only push.
+///
+/// [`BodyPass::Velocity`]: an overlap is removed by a velocity bias at the body-body contacts'
+/// rate, capped at the largest push-out speed, not in positions: a particle pinned between a
+/// body and the floor cannot move out of the body, so the body must, and only a velocity
+/// reaches it; Coulomb friction against the normal impulse.
+/// [`BodyPass::Restitution`]: a contact whose particle approached faster than the threshold at
+/// the start of the substep (`approach`) and would have reached the body within it gets the
+/// normal impulse that makes it leave at `e` times that speed, `e` the larger of the
+/// particles' and the body's restitution (bodies with `e = 0` are skipped).
+///
+/// Twin of `body_particle_pass` (kernels `body_particle_solve`, `body_particle_restitution`).
+fn body_contacts_pass(
     p: &StepParams,
     geometry: &[Vec4],
     colliders: &[GpuCollider],
     tables: &mut BodyTables,
     particles: &[GpuParticle],
     grid: &mut ParticleGrid,
+    pass: BodyPass,
 ) {
     let capacity = grid.body_list.len();
     for b in 0..tables.bodies.len() {
+        let restitution = p.particle_restitution.max(tables.props[b].restitution);
+        if pass == BodyPass::Restitution && restitution <= 0.0 {
+            continue;
+        }
         let (mut body, inv_mass, inv_inertia) = body_motion(tables, b);
         let friction = (p.particle_friction * tables.props[b].friction).sqrt();
         let (start, end) = (grid.body_starts[b] as usize, (grid.body_starts[b + 1] as usize).min(capacity));
@@ -447,6 +470,12 @@ fn solve_body_contacts(
             let slot = grid.slots[j * SLOTS + k];
             let me = particles[j];
             let n = slot.normal;
+            let s = slot_separation(tables, &me, &slot);
+            if pass == BodyPass::Restitution
+                && !(slot.approach < -p.restitution_threshold && slot.approach * p.h + s < 0.0)
+            {
+                continue;
+            }
             let rn = slot.lever.cross(n);
             let body_share = inv_mass + rn.dot(inv_inertia * rn);
             let support = support_normal(p, geometry, colliders, &me, n);
@@ -460,10 +489,15 @@ fn solve_body_contacts(
                 let velocity = me.velocity - support * me.velocity.dot(support).min(0.0);
                 let dvel = velocity - (body.linear_velocity + body.angular_velocity.cross(slot.lever));
                 let vn = dvel.dot(n);
-                let s = slot_separation(tables, &me, &slot);
-                let bias = if s > 0.0 { s * p.inv_h } else { (s * p.contact_bias_rate).max(-p.max_push_velocity) };
-                let lambda = (-mass * (vn + bias)).max(0.0);
-                impulse = friction_impulse(lambda * n, dvel - vn * n, friction * lambda, mass);
+                impulse = match pass {
+                    BodyPass::Velocity => {
+                        let bias =
+                            if s > 0.0 { s * p.inv_h } else { (s * p.contact_bias_rate).max(-p.max_push_velocity) };
+                        let lambda = (-mass * (vn + bias)).max(0.0);
+                        friction_impulse(lambda * n, dvel - vn * n, friction * lambda, mass)
+                    }
+                    BodyPass::Restitution => n * (-mass * (vn + restitution * slot.approach)).max(0.0),
+                };
                 body.linear_velocity -= inv_mass * impulse;
                 body.angular_velocity -= inv_inertia * slot.lever.cross(impulse);
             }
@@ -487,62 +521,6 @@ fn apply_changes(particles: &mut [GpuParticle], grid: &mut ParticleGrid, changes
             }
         }
         particle.velocity += dv;
-    }
-}
-
-/// The restitution pass of every body over its particle contacts (Gauss-Seidel in the order
-/// of its list, as [`solve_body_contacts`]): a contact whose particle approached faster than
-/// the threshold at the start of the substep (`approach`) and would have reached the body
-/// within it gets the normal impulse that makes it leave at `e` times that speed, `e` the
-/// larger of the particle's and the body's restitution. A supported particle counts as
-/// immovable and the body takes the whole bounce. Twin of `body_particle_restitution`.
-fn restitution_body_contacts(
-    p: &StepParams,
-    geometry: &[Vec4],
-    colliders: &[GpuCollider],
-    tables: &mut BodyTables,
-    particles: &[GpuParticle],
-    grid: &mut ParticleGrid,
-) {
-    let capacity = grid.body_list.len();
-    for b in 0..tables.bodies.len() {
-        let e = p.particle_restitution.max(tables.props[b].restitution);
-        if e <= 0.0 {
-            continue;
-        }
-        let (mut body, inv_mass, inv_inertia) = body_motion(tables, b);
-        let (start, end) = (grid.body_starts[b] as usize, (grid.body_starts[b + 1] as usize).min(capacity));
-        for e_at in start.min(end)..end {
-            let j = grid.body_list[e_at] as usize;
-            let used = (grid.slot_counts[j] as usize).min(SLOTS);
-            let Some(k) = grid.slots[j * SLOTS..][..used].iter().position(|s| s.body == b as u32) else { continue };
-            let slot = grid.slots[j * SLOTS + k];
-            let me = particles[j];
-            let n = slot.normal;
-            let s = slot_separation(tables, &me, &slot);
-            if !(slot.approach < -p.restitution_threshold && slot.approach * p.h + s < 0.0) {
-                continue;
-            }
-            let rn = slot.lever.cross(n);
-            let body_share = inv_mass + rn.dot(inv_inertia * rn);
-            let support = support_normal(p, geometry, colliders, &me, n);
-            let supported = support != Vec3::ZERO;
-            if supported && body_share == 0.0 {
-                continue;
-            }
-            let my_share = if supported { 0.0 } else { grid.counts[j].max(1) as f32 / me.mass };
-            let mass = 1.0 / (my_share + body_share);
-            let velocity = me.velocity - support * me.velocity.dot(support).min(0.0);
-            let vn = (velocity - (body.linear_velocity + body.angular_velocity.cross(slot.lever))).dot(n);
-            let impulse = n * (-mass * (vn + e * slot.approach)).max(0.0);
-            body.linear_velocity -= inv_mass * impulse;
-            body.angular_velocity -= inv_inertia * slot.lever.cross(impulse);
-            grid.slots[j * SLOTS + k].impulse = if supported { Vec3::ZERO } else { impulse };
-        }
-        if tables.props[b].kind == KIND_DYNAMIC {
-            tables.bodies[b].linear_velocity = body.linear_velocity;
-            tables.bodies[b].angular_velocity = body.angular_velocity;
-        }
     }
 }
 
@@ -638,7 +616,7 @@ pub(crate) fn particle_contacts(
             (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Velocity).0),
         );
         if with_bodies {
-            solve_body_contacts(p, geometry, colliders, tables, particles, grid);
+            body_contacts_pass(p, geometry, colliders, tables, particles, grid, BodyPass::Velocity);
         }
         apply_changes(particles, grid, &scratch, with_bodies);
     }
@@ -654,7 +632,7 @@ pub(crate) fn particle_contacts(
             scratch.resize(particles.len(), Vec3::ZERO);
         }
         if bodies_bounce {
-            restitution_body_contacts(p, geometry, colliders, tables, particles, grid);
+            body_contacts_pass(p, geometry, colliders, tables, particles, grid, BodyPass::Restitution);
         }
         apply_changes(particles, grid, &scratch, with_bodies);
     }
