@@ -238,6 +238,36 @@ pub(crate) fn collide(a: &Posed, b: &Posed, margin: f32) -> Manifold {
     collide_ordered(a, b, margin)
 }
 
+/// No face kept the pair apart (see [`collide_cached`]).
+pub(crate) const NO_FACE: u32 = u32::MAX;
+/// Marks a separating face as B's in [`collide_cached`]'s face (else it is A's).
+const FACE_OF_B: u32 = 0x8000_0000;
+
+/// [`collide`] for a pair whose last step may have found a face that kept it a margin apart
+/// (`face`: A's face, or B's with `FACE_OF_B`, or [`NO_FACE`]): that face is tried first, and
+/// when it still keeps the pair apart there is no contact without the rest of the search.
+/// Any face that keeps a pair of polytopes `margin` apart means no contact, whichever the full
+/// search would meet first, so the result is exactly [`collide`]'s. Returns the contacts and
+/// the face that kept them apart now, or [`NO_FACE`] (always for pairs other than two
+/// polytopes).
+pub(crate) fn collide_cached(a: &Posed, b: &Posed, margin: f32, face: u32) -> (Manifold, u32) {
+    if a.shape.kind != SHAPE_POLYTOPE || b.shape.kind != SHAPE_POLYTOPE {
+        return (collide(a, b, margin), NO_FACE);
+    }
+    let radii = a.shape.radius + b.shape.radius;
+    if face != NO_FACE {
+        let (reference, other) = if face & FACE_OF_B != 0 { (b, a) } else { (a, b) };
+        let f = face & !FACE_OF_B;
+        if f < reference.shape.face_count {
+            let (n, offset) = reference.face_plane(f);
+            if other.min_along(n) - offset - radii >= margin {
+                return (Manifold::default(), face);
+            }
+        }
+    }
+    polytope_polytope(a, b, margin)
+}
+
 /// [`collide`] for a point core `a` (a particle): the same contacts, through only the three
 /// functions a point can meet. Its WGSL twin keeps the pair kernels out of the particle loops,
 /// where inlining the whole of `collide` made every candidate cost what a box pair costs.
@@ -257,7 +287,7 @@ fn collide_ordered(a: &Posed, b: &Posed, margin: f32) -> Manifold {
         (SHAPE_SEGMENT, SHAPE_SEGMENT) => segment_segment(a, b, margin),
         (SHAPE_POINT, SHAPE_POLYTOPE) => point_polytope(a, b, margin),
         (SHAPE_SEGMENT, SHAPE_POLYTOPE) => segment_polytope(a, b, margin),
-        _ => polytope_polytope(a, b, margin),
+        _ => polytope_polytope(a, b, margin).0,
     }
 }
 
@@ -630,83 +660,89 @@ fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -
 /// The edge pair with the largest separation among those that build a face of the Minkowski
 /// difference: ((edge of A, edge of B), separation, axis from A towards B), or separation
 /// `f32::MIN` when none does. Found in B's frame: A's face normals are turned once each, B's
-/// are read as stored and negated. With at most `F` faces on either shape and `E` edges on B
-/// they are read from arrays filled once per pair, and for each edge of A the first test of
-/// [`is_minkowski_face`] (do B's two face normals lie on either side of the plane of A's
-/// arc?) reads one product per face of B instead of two per edge: the same products, so the
-/// same pairs as [`edge_query_uncached`], bit for bit.
-fn edge_query<const F: usize, const E: usize>(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
-    let (a_faces, b_faces, b_edges) =
-        (a.shape.face_count as usize, b.shape.face_count as usize, b.shape.edge_count as usize);
+/// are read as stored and negated. With at most `F` faces on A and `E = 4 G` edges on B, B's
+/// edges are laid out once per pair in groups of four, and for each edge of A the first test
+/// of [`is_minkowski_face`] (do B's two face normals lie on either side of the plane of A's
+/// arc?) runs on four edges of B at once without a branch; only the few edges that pass it go
+/// on one by one. The same products in the same order, so the same pairs as
+/// [`edge_query_uncached`], bit for bit.
+fn edge_query<const F: usize, const E: usize, const G: usize>(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+    let (a_faces, b_edges) = (a.shape.face_count as usize, b.shape.edge_count as usize);
     let mut a_normals = [Vec3::ZERO; F];
     for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
         *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
     }
-    let mut b_normals = [Vec3::ZERO; F];
-    for (f, n) in b_normals[..b_faces].iter_mut().enumerate() {
-        *n = -b.local_face_normal(f as u32);
-    }
-    let mut b_arcs = [(0u32, 0u32, Vec3::ZERO); E];
+    // Per group of four edges of B: the x, y and z of the negated normals of their first
+    // faces (`c`) and of their second faces (`d`). Lanes past the last edge stay zero, so
+    // their products are zero and they never straddle.
+    let mut lanes = [[Vec4::ZERO; 6]; G];
+    let mut b_arcs = [Vec3::ZERO; E];
     // B's edges in the world: first point, direction and length, read once each.
     let mut b_segments = [(Vec3::ZERO, Vec3::ZERO, 0.0_f32); E];
     for (eb, (arc, segment)) in b_arcs[..b_edges].iter_mut().zip(&mut b_segments).enumerate() {
         let [b0, b1, fb0, fb1] = b.edge(eb as u32);
-        let (c, d) = (b_normals[fb0 as usize], b_normals[fb1 as usize]);
-        *arc = (fb0, fb1, d.cross(c));
+        let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
+        let (group, lane) = (&mut lanes[eb / 4], eb % 4);
+        for (axis, (x, y)) in [(c.x, d.x), (c.y, d.y), (c.z, d.z)].into_iter().enumerate() {
+            group[axis][lane] = x;
+            group[3 + axis][lane] = y;
+        }
+        *arc = d.cross(c);
         let (pb0, pb1) = (b.point(b0), b.point(b1));
         *segment = (pb0, pb1 - pb0, (pb1 - pb0).length());
     }
-    let mut side = [0.0_f32; F];
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
     for ea in 0..a.shape.edge_count {
         let [a0, a1, fa0, fa1] = a.edge(ea);
         let (na0, na1) = (a_normals[fa0 as usize], a_normals[fa1 as usize]);
         let na1xna0 = na1.cross(na0);
-        for (s, c) in side[..b_faces].iter_mut().zip(&b_normals) {
-            *s = c.dot(na1xna0);
-        }
+        let (vx, vy, vz) = (Vec4::splat(na1xna0.x), Vec4::splat(na1xna0.y), Vec4::splat(na1xna0.z));
         let (mut pa0, mut pa1, mut len_a) = (Vec3::ZERO, Vec3::ZERO, 0.0);
         let mut points_read = false;
-        for (eb, &(fb0, fb1, dxc)) in b_arcs[..b_edges].iter().enumerate() {
-            // `is_minkowski_face`, its first test on the products read from `side`.
-            let (cba, dba) = (side[fb0 as usize], side[fb1 as usize]);
-            let straddles = cba * dba < 0.0;
-            if !straddles {
-                continue;
-            }
-            let (adc, bdc) = (na0.dot(dxc), na1.dot(dxc));
-            let crosses = adc * bdc < 0.0 && cba * bdc > 0.0;
-            if !crosses {
-                continue;
-            }
-            if !points_read {
-                (pa0, pa1) = (a.point(a0), a.point(a1));
-                len_a = (pa1 - pa0).length();
-                points_read = true;
-            }
-            let (pb0, along_b, len_b) = b_segments[eb];
-            if let Some((s, axis)) = edge_separation(a, pa0, pa1, len_a, pb0, along_b, len_b)
-                && s > sep_e
-            {
-                sep_e = s;
-                edge_pair = (ea, eb as u32);
-                axis_e = axis;
+        for (g, [cx, cy, cz, dx, dy, dz]) in lanes[..b_edges.div_ceil(4)].iter().enumerate() {
+            // `is_minkowski_face`'s first test, `c · (b x a)` and `d · (b x a)` as `Vec3::dot`
+            // computes them.
+            let cba = *cx * vx + *cy * vy + *cz * vz;
+            let dba = *dx * vx + *dy * vy + *dz * vz;
+            let mut straddles = (cba * dba).cmplt(Vec4::ZERO).bitmask();
+            while straddles != 0 {
+                let lane = straddles.trailing_zeros() as usize;
+                straddles &= straddles - 1;
+                let eb = 4 * g + lane;
+                let dxc = b_arcs[eb];
+                let (adc, bdc) = (na0.dot(dxc), na1.dot(dxc));
+                if !(adc * bdc < 0.0 && cba[lane] * bdc > 0.0) {
+                    continue;
+                }
+                if !points_read {
+                    (pa0, pa1) = (a.point(a0), a.point(a1));
+                    len_a = (pa1 - pa0).length();
+                    points_read = true;
+                }
+                let (pb0, along_b, len_b) = b_segments[eb];
+                if let Some((s, axis)) = edge_separation(a, pa0, pa1, len_a, pb0, along_b, len_b)
+                    && s > sep_e
+                {
+                    sep_e = s;
+                    edge_pair = (ea, eb as u32);
+                    axis_e = axis;
+                }
             }
         }
     }
     (edge_pair, sep_e, axis_e)
 }
 
-/// [`edge_query`] with the smallest arrays that hold both shapes' faces and B's edges (boxes:
+/// [`edge_query`] with the smallest arrays that hold A's faces and B's edges (boxes:
 /// 6 and 12), or [`edge_query_uncached`] past the largest.
 fn edge_query_dispatch(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
-    let (faces, edges) = (a.shape.face_count.max(b.shape.face_count), b.shape.edge_count);
+    let (faces, edges) = (a.shape.face_count, b.shape.edge_count);
     if faces <= 8 && edges <= 12 {
-        edge_query::<8, 12>(a, b)
+        edge_query::<8, 12, 3>(a, b)
     } else if faces <= 32 && edges <= 48 {
-        edge_query::<32, 48>(a, b)
+        edge_query::<32, 48, 12>(a, b)
     } else if faces <= 128 && edges <= 192 {
-        edge_query::<128, 192>(a, b)
+        edge_query::<128, 192, 48>(a, b)
     } else {
         edge_query_uncached(a, b)
     }
@@ -767,17 +803,33 @@ fn edge_separation(
     Some((axis.dot(pb0 - pa0), axis))
 }
 
-fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> Manifold {
+/// The contacts of two polytopes, and the face that keeps them `margin` apart (A's, or B's
+/// with `FACE_OF_B`) or [`NO_FACE`].
+fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> (Manifold, u32) {
     let radii = a.shape.radius + b.shape.radius;
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
     let (face_a, sep_a) = best_face(a, b, radii, margin);
     if sep_a - radii >= margin {
-        return Manifold::default();
+        return (Manifold::default(), face_a);
     }
     let (face_b, sep_b) = best_face(b, a, radii, margin);
     if sep_b - radii >= margin {
-        return Manifold::default();
+        return (Manifold::default(), face_b | FACE_OF_B);
     }
+    (polytope_contacts(a, b, margin, radii, (face_a, sep_a), (face_b, sep_b)), NO_FACE)
+}
+
+/// The contacts of two polytopes that no face keeps `margin` apart, from A's and B's best
+/// faces and their separations.
+fn polytope_contacts(
+    a: &Posed,
+    b: &Posed,
+    margin: f32,
+    radii: f32,
+    best_a: (u32, f32),
+    best_b: (u32, f32),
+) -> Manifold {
+    let ((face_a, sep_a), (face_b, sep_b)) = (best_a, best_b);
     let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b);
     let mut m = Manifold::default();
 
@@ -1245,6 +1297,39 @@ mod tests {
     /// and axis of the query that computes every product where it is used, over box-box,
     /// box-hull and hull-hull pairs at random touching poses.
     #[test]
+    fn a_remembered_separating_face_gives_exactly_the_full_search() {
+        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
+        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull, Shape::sphere(0.4)];
+        let mut rng = crate::scenes::Lcg(5);
+        let (mut remembered, mut touching) = (0, 0);
+        for trial in 0..400 {
+            let (sa, sb) = (shapes[trial % 4].clone(), shapes[(trial / 4) % 4].clone());
+            let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+            let (qa, qb) = (rng.rotation(), rng.rotation());
+            let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
+            let distance = rng.range(0.5, 1.5) * (reach(&sa) + reach(&sb));
+            // A face remembered from another pose: any face of either shape, or past the last.
+            let stale = ((trial as u32 * 7) % 70) | if trial % 3 == 0 { FACE_OF_B } else { 0 };
+            let (full, (found, again, from_stale)) =
+                contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
+                    let found = collide_cached(a, b, 0.02, NO_FACE);
+                    (found, collide_cached(a, b, 0.02, found.1), collide_cached(a, b, 0.02, stale))
+                });
+            let text = |m: &Manifold| format!("{m:?}");
+            for (m, face) in [found, again, from_stale] {
+                assert_eq!(text(&m), text(&full), "trial {trial}");
+                assert!(face == NO_FACE || m.count == 0, "trial {trial}: a separating face and contacts");
+            }
+            if found.1 != NO_FACE {
+                assert_eq!(again.1, found.1, "trial {trial}: the remembered face still separates");
+                remembered += 1;
+            }
+            touching += usize::from(full.count > 0);
+        }
+        assert!(remembered > 50 && touching > 50, "{remembered} separated by a face, {touching} touching");
+    }
+
+    #[test]
     fn edge_query_from_arrays_matches_the_uncached_query() {
         let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
         let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull];
@@ -1257,7 +1342,7 @@ mod tests {
             let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
             let distance = rng.range(0.5, 1.0) * (reach(&sa) + reach(&sb));
             let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
-                (edge_query_uncached(a, b), edge_query_dispatch(a, b), edge_query::<128, 192>(a, b))
+                (edge_query_uncached(a, b), edge_query_dispatch(a, b), edge_query::<128, 192, 48>(a, b))
             })
             .1;
             let bits =

@@ -4,7 +4,7 @@
 
 use glam::{Mat3, Vec3, Vec4};
 
-use crate::collide::{Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide};
+use crate::collide::{NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached};
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody, KIND_DYNAMIC,
@@ -38,6 +38,10 @@ pub(crate) struct ContactState {
     pub manifolds: Vec<GpuManifold>,
     /// Last step's manifolds (warm starting, color seeds).
     previous: Vec<GpuManifold>,
+    /// The pairs of polytopes that a face kept apart, with that face (see
+    /// [`crate::collide::collide_cached`]), in pair order: this step's, and last step's.
+    separated: Vec<(GpuPair, u32)>,
+    previous_separated: Vec<(GpuPair, u32)>,
     /// The polytopes' points and face planes in the world, per body from `world_start[i]` to
     /// `world_start[i + 1]` (see [`Posed::world`]): filled by the broad phase, read by it and
     /// by the narrow phase.
@@ -411,6 +415,10 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     let p = w.params;
     std::mem::swap(&mut cs.previous, &mut cs.manifolds);
     cs.manifolds.clear();
+    std::mem::swap(&mut cs.previous_separated, &mut cs.separated);
+    cs.separated.clear();
+    // Both lists are in pair order: one cursor walks last step's separated pairs.
+    let mut cursor = 0;
     cs.prepared_valid = false;
     let posed = |i: usize| {
         Posed::new(
@@ -447,7 +455,18 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         };
         let (pa, pb) = (cached(a), cached(b));
         let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
-        let contact = collide(&pa, &pb, margin);
+        let key = (pair.a, pair.b);
+        while cs.previous_separated.get(cursor).is_some_and(|(q, _)| (q.a, q.b) < key) {
+            cursor += 1;
+        }
+        let face = match cs.previous_separated.get(cursor) {
+            Some(&(q, face)) if (q.a, q.b) == key => face,
+            _ => NO_FACE,
+        };
+        let (contact, face) = collide_cached(&pa, &pb, margin, face);
+        if face != NO_FACE {
+            cs.separated.push((*pair, face));
+        }
         if contact.count == 0 {
             continue;
         }
