@@ -328,6 +328,21 @@ fn bucket_args(@builtin(local_invocation_index) lid: u32) {
     let total = work[work_layout.histogram + buckets * work_layout.histogram_groups];
     if lid == 0u {
         work[work_layout.bucket_offsets + buckets] = total;
+        // The Jacobi gather, after the last bucket's (the overflow's) arguments: one thread per
+        // body as `dispatch_grid` lays them out, or nothing when no constraint overflowed.
+        let overflow = total - work[work_layout.histogram + (buckets - 1u) * work_layout.histogram_groups];
+        let groups = (params.body_count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+        var y = 1u;
+        if groups > MAX_WORKGROUPS_PER_DIMENSION {
+            y = (groups + MAX_WORKGROUPS_PER_DIMENSION - 1u) / MAX_WORKGROUPS_PER_DIMENSION;
+        }
+        var x = (groups + y - 1u) / y;
+        if overflow == 0u {
+            x = 0u;
+        }
+        args[work_layout.args + 3u * buckets] = x;
+        args[work_layout.args + 3u * buckets + 1u] = y;
+        args[work_layout.args + 3u * buckets + 2u] = 1u;
     }
     if lid >= buckets {
         return;

@@ -88,7 +88,7 @@ pub struct SolverSettings {
     /// How body-body constraints are solved. Default [`ConstraintSolver::Colored`].
     pub constraint_solver: ConstraintSolver,
     /// Graph colors available, 1 to 32; constraints that find none are solved by
-    /// mass-splitting Jacobi. Default 24.
+    /// mass-splitting Jacobi. Default 12.
     pub max_colors: u32,
     /// Rounds of the parallel coloring per step (seeded from the last step's colors, so a
     /// settled scene needs one). Default 8.
@@ -120,7 +120,7 @@ impl Default for SolverSettings {
             warm_starting: true,
             body_contacts: true,
             constraint_solver: ConstraintSolver::Colored,
-            max_colors: 24,
+            max_colors: 12,
             coloring_rounds: 8,
         }
     }

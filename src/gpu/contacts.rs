@@ -207,7 +207,8 @@ impl GpuContacts {
             }))
         };
         let work = make("work", 4 * layout.total as u64, storage | wgpu::BufferUsages::COPY_SRC)?;
-        let args = make("dispatch_args", 12 * buckets as u64, storage | wgpu::BufferUsages::INDIRECT)?;
+        // Per bucket its dispatch, then the Jacobi gather's.
+        let args = make("dispatch_args", 12 * (buckets as u64 + 1), storage | wgpu::BufferUsages::INDIRECT)?;
         let manifold_bytes = size_of::<GpuManifold>() as u64;
         let candidates = make("candidates", manifold_bytes * pair_capacity as u64, storage)?;
         let readable = storage | wgpu::BufferUsages::COPY_SRC;
@@ -482,7 +483,7 @@ impl GpuContacts {
     }
 
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
-    /// then the overflow by Jacobi and the gather.
+    /// then the overflow by Jacobi and the gather (both empty when nothing overflowed).
     pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {
         let p = &self.pipelines;
         let group = &self.solve_groups[parity];
@@ -503,7 +504,7 @@ impl GpuContacts {
         pass.set_pipeline(jacobi);
         pass.dispatch_workgroups_indirect(&self.args, 12 * overflow as u64);
         pass.set_pipeline(&p.jacobi_gather);
-        pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
+        pass.dispatch_workgroups_indirect(&self.args, 12 * (overflow as u64 + 1));
         pass.pop_debug_group();
     }
 
