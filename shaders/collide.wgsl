@@ -663,6 +663,33 @@ fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii
     return m;
 }
 
+// The largest `u . w` over unit vectors `u` on the shorter great arc from `n0` to `n1` (`|w|`
+// when the arc is not well defined). Twin of `arc_max`.
+fn arc_max(n0: vec3<f32>, n1: vec3<f32>, w: vec3<f32>) -> f32 {
+    let m = cross3(n0, n1);
+    let mm = dot3(m, m);
+    if mm < 1e-12 || dot3(n0, n1) < -0.99 {
+        if mm < 1e-12 && dot3(n0, n1) > 0.0 {
+            return max(dot3(n0, w), dot3(n1, w)) + 1e-3 * length3(w);
+        }
+        return length3(w);
+    }
+    let wp = w - m * (dot3(w, m) / mm);
+    if dot3(cross3(n0, wp), m) >= 0.0 && dot3(cross3(wp, n1), m) >= 0.0 {
+        return length3(wp);
+    }
+    return max(dot3(n0, w), dot3(n1, w));
+}
+
+// Whether no edge pair with A's edge from `p` between face normals `n0` and `n1` can separate
+// by more than `floor`, judged from two points inside B's core. Twin of `EdgeFloor::rules_out`.
+fn edge_ruled_out(p: vec3<f32>, n0: vec3<f32>, n1: vec3<f32>, inside0: vec3<f32>, inside1: vec3<f32>, floor: f32) -> bool {
+    let w0 = inside0 - p;
+    let w1 = inside1 - p;
+    return arc_max(n0, n1, w0) + 0.05 * length3(w0) + 1e-4 <= floor
+        || arc_max(n0, n1, w1) + 0.05 * length3(w1) + 1e-4 <= floor;
+}
+
 fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     let radii = a.shape.radius + b.shape.radius;
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
@@ -674,6 +701,22 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     if fb.value - radii >= margin {
         return empty_contacts(vec3<f32>(0.0));
     }
+    // Only an edge pair that separates more than `floor` replaces the face contact; past a
+    // box's 12 edges on B, edges of A that cannot hold one are passed over (`EdgeFloor`).
+    let floor = max(fa.value, fb.value) + EDGE_TOLERANCE;
+    let ruling = b.shape.edge_count > 12u;
+    var deepest = b.position;
+    if ruling {
+        let n = face_plane(a, fa.face).n;
+        var depth = 3.4028235e38;
+        for (var k = 0u; k < b.shape.point_count; k++) {
+            let x = world_point(b, k);
+            if dot3(n, x) < depth {
+                deepest = x;
+                depth = dot3(n, x);
+            }
+        }
+    }
     // Edge pairs that build Minkowski faces, found in B's frame.
     var pair = vec2<u32>(0u);
     var sep_e = -3.4028235e38;
@@ -681,9 +724,14 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     for (var ea = 0u; ea < a.shape.edge_count; ea++) {
         let eda = edge_of(a, ea);
         let pa0 = world_point(a, eda.x);
+        let wa0 = face_plane(a, eda.z).n;
+        let wa1 = face_plane(a, eda.w).n;
+        if ruling && edge_ruled_out(pa0, wa0, wa1, b.position, deepest, floor) {
+            continue;
+        }
         let pa1 = world_point(a, eda.y);
-        let na0 = rotate_inv(b.orientation, face_plane(a, eda.z).n);
-        let na1 = rotate_inv(b.orientation, face_plane(a, eda.w).n);
+        let na0 = rotate_inv(b.orientation, wa0);
+        let na1 = rotate_inv(b.orientation, wa1);
         for (var eb = 0u; eb < b.shape.edge_count; eb++) {
             let edb = edge_of(b, eb);
             let nb0 = local_face_normal(b, edb.z);
@@ -695,7 +743,7 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
             let pb1 = world_point(b, edb.y);
             let raw = cross3(pa1 - pa0, pb1 - pb0);
             let len = length3(raw);
-            if len < 1e-5 * length3(pa1 - pa0) * length3(pb1 - pb0) {
+            if len < EDGE_PARALLEL_SIN * length3(pa1 - pa0) * length3(pb1 - pb0) {
                 continue;
             }
             var axis = raw / len;
@@ -710,7 +758,7 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
             }
         }
     }
-    if sep_e > max(fa.value, fb.value) + EDGE_TOLERANCE {
+    if sep_e > floor {
         var m = empty_contacts(axis_e);
         let eda = edge_of(a, pair.x);
         let edb = edge_of(b, pair.y);

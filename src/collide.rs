@@ -28,6 +28,14 @@ pub const FACE_TOLERANCE: f32 = 0.1 * 0.005;
 /// clipping planes; without it rounding decides, step by step, whether a corner is the vertex
 /// itself or a clipped point beside it, its feature key flips and its warm start is lost.
 pub const CLIP_TOLERANCE: f32 = 0.1 * 0.005;
+/// Edges whose directions make an angle with a sine below this are parallel to the edge query
+/// (as in Gregorius, "The Separating Axis Test between Convex Polyhedra"). Their common
+/// normal comes from a short cross product and rounding decides the Minkowski-face test for
+/// them: with 1e-5, boxes side by side in the large pyramid, 30 m from the origin and a
+/// twentieth of a milliradian apart, found edge pairs "separating" by 17 cm, and the pair's
+/// manifold came from that edge pair, its normal 10 degrees off, instead of from its faces
+/// (about four pairs a step). Parallel edges meet in face contacts.
+pub const EDGE_PARALLEL_SIN: f32 = 0.005;
 /// A new contact whose feature key last step's manifold of the pair lacks takes the impulses
 /// of the nearest unclaimed old point within this distance, m (measured from body A's centre,
 /// and only while the normal turned less than [`WARM_START_MIN_COS`] allows). Keys change when
@@ -666,7 +674,11 @@ fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -
 /// arc?) runs on four edges of B at once without a branch; only the few edges that pass it go
 /// on one by one. The same products in the same order, so the same pairs as
 /// [`edge_query_uncached`], bit for bit.
-fn edge_query<const F: usize, const E: usize, const G: usize>(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+fn edge_query<const F: usize, const E: usize, const G: usize>(
+    a: &Posed,
+    b: &Posed,
+    floor: Option<EdgeFloor>,
+) -> ((u32, u32), f32, Vec3) {
     let (a_faces, b_edges) = (a.shape.face_count as usize, b.shape.edge_count as usize);
     let mut a_normals = [Vec3::ZERO; F];
     for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
@@ -694,6 +706,11 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(a: &Posed, b: &Pos
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
     for ea in 0..a.shape.edge_count {
         let [a0, a1, fa0, fa1] = a.edge(ea);
+        if let Some(floor) = &floor
+            && floor.rules_out(a, a0, fa0, fa1)
+        {
+            continue;
+        }
         let (na0, na1) = (a_normals[fa0 as usize], a_normals[fa1 as usize]);
         let na1xna0 = na1.cross(na0);
         let (vx, vy, vz) = (Vec4::splat(na1xna0.x), Vec4::splat(na1xna0.y), Vec4::splat(na1xna0.z));
@@ -733,16 +750,69 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(a: &Posed, b: &Pos
     (edge_pair, sep_e, axis_e)
 }
 
+/// What lets [`edge_query`] pass over an edge of A without testing it against B's edges: the
+/// separation an edge pair must exceed to matter (`floor`), and two points inside B's core
+/// (its centre, and its deepest point below A's best face). Along an edge pair's axis `u`,
+/// which lies on the arc of A's edge between its two face normals, the pair separates by
+/// `u · (b - p)` for the point `b` of B that is lowest along `u` and `p` on A's edge, so by at
+/// most `u · (x - p)` for any point `x` of B's core: when the largest of those over the arc is
+/// below the floor for either point, no pair of that edge can matter, and the result is the
+/// full search's whenever an edge pair replaces the face contact.
+struct EdgeFloor {
+    floor: f32,
+    inside: [Vec3; 2],
+}
+
+impl EdgeFloor {
+    fn new(a: &Posed, b: &Posed, face_a: u32, floor: f32) -> Self {
+        let n = a.face_plane(face_a).0;
+        let (mut deepest, mut depth) = (b.position, f32::MAX);
+        for k in 0..b.shape.point_count {
+            let x = b.point(k);
+            if n.dot(x) < depth {
+                (deepest, depth) = (x, n.dot(x));
+            }
+        }
+        Self { floor, inside: [b.position, deepest] }
+    }
+
+    /// Whether no edge pair with A's edge from `a0` between faces `fa0` and `fa1` can separate
+    /// by more than the floor.
+    fn rules_out(&self, a: &Posed, a0: u32, fa0: u32, fa1: u32) -> bool {
+        let (p, n0, n1) = (a.point(a0), a.face_plane(fa0).0, a.face_plane(fa1).0);
+        self.inside.iter().any(|&x| {
+            let w = x - p;
+            // A generous allowance for rounding: near-parallel edges' axes come from short
+            // cross products and carry relative errors up to about 1e-2.
+            let slack = 0.05 * w.length() + 1e-4;
+            arc_max(n0, n1, w) + slack <= self.floor
+        })
+    }
+}
+
+/// The largest `u · w` over unit vectors `u` on the shorter great arc from `n0` to `n1`
+/// (an upper bound, `|w|`, when the arc is not well defined).
+fn arc_max(n0: Vec3, n1: Vec3, w: Vec3) -> f32 {
+    let m = n0.cross(n1);
+    let mm = m.length_squared();
+    if mm < 1e-12 || n0.dot(n1) < -0.99 {
+        return if mm < 1e-12 && n0.dot(n1) > 0.0 { n0.dot(w).max(n1.dot(w)) + 1e-3 * w.length() } else { w.length() };
+    }
+    // The direction of `w` within the arc's plane, if it falls between the ends.
+    let wp = w - m * (w.dot(m) / mm);
+    if n0.cross(wp).dot(m) >= 0.0 && wp.cross(n1).dot(m) >= 0.0 { wp.length() } else { n0.dot(w).max(n1.dot(w)) }
+}
+
 /// [`edge_query`] with the smallest arrays that hold A's faces and B's edges (boxes:
 /// 6 and 12), or [`edge_query_uncached`] past the largest.
-fn edge_query_dispatch(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+fn edge_query_dispatch(a: &Posed, b: &Posed, floor: Option<EdgeFloor>) -> ((u32, u32), f32, Vec3) {
     let (faces, edges) = (a.shape.face_count, b.shape.edge_count);
     if faces <= 8 && edges <= 12 {
-        edge_query::<8, 12, 3>(a, b)
+        edge_query::<8, 12, 3>(a, b, floor)
     } else if faces <= 32 && edges <= 48 {
-        edge_query::<32, 48, 12>(a, b)
+        edge_query::<32, 48, 12>(a, b, floor)
     } else if faces <= 128 && edges <= 192 {
-        edge_query::<128, 192, 48>(a, b)
+        edge_query::<128, 192, 48>(a, b, floor)
     } else {
         edge_query_uncached(a, b)
     }
@@ -793,7 +863,7 @@ fn edge_separation(
 ) -> Option<(f32, Vec3)> {
     let axis = (pa1 - pa0).cross(along_b);
     let len = axis.length();
-    if len < 1e-5 * len_a * len_b {
+    if len < EDGE_PARALLEL_SIN * len_a * len_b {
         return None;
     }
     let mut axis = axis / len;
@@ -830,7 +900,11 @@ fn polytope_contacts(
     best_b: (u32, f32),
 ) -> Manifold {
     let ((face_a, sep_a), (face_b, sep_b)) = (best_a, best_b);
-    let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b);
+    // Only an edge pair that separates more than this replaces the face contact. Ruling out
+    // edges of A costs about what testing them costs when B has a box's 12 edges.
+    let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
+    let ruling = (b.shape.edge_count > 12).then(|| EdgeFloor::new(a, b, face_a, floor));
+    let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b, ruling);
     let mut m = Manifold::default();
 
     if sep_e > sep_a.max(sep_b) + EDGE_TOLERANCE {
@@ -1329,6 +1403,72 @@ mod tests {
         assert!(remembered > 50 && touching > 50, "{remembered} separated by a face, {touching} touching");
     }
 
+    /// The edges of A that [`EdgeFloor`] passes over never hold the pair that decides the
+    /// contact: over random poses of boxes and hulls, near and overlapping, and flush boxes a
+    /// fraction of a milliradian apart (where near-parallel edges used to decide), the query
+    /// with the floor says "an edge pair beats the faces" exactly when the full one does, with
+    /// the same pair, separation and axis.
+    #[test]
+    fn edges_below_the_floor_never_decide_the_contact() {
+        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
+        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull];
+        let mut rng = crate::scenes::Lcg(23);
+        let (mut edges_decide, mut faces_decide) = (0, 0);
+        for trial in 0..600 {
+            let flush = trial % 4 == 0;
+            let (sa, sb, pa, pb, qa, qb) = if trial == 0 {
+                // Two boxes of the large pyramid's bottom row, as a step left them.
+                (
+                    unit_box(),
+                    unit_box(),
+                    Vec3::new(-27.499962, 0.49973086, -9.500542e-7),
+                    Vec3::new(-26.50002, 0.49965045, -2.8503962e-7),
+                    Quat::from_xyzw(-1.388271e-6, -5.799629e-7, 4.6726742e-5, 1.0),
+                    Quat::from_xyzw(3.984284e-6, -7.263706e-7, 1.913566e-5, 1.0),
+                )
+            } else if flush {
+                // A box beside or on another, flush, both turned by tiny random angles.
+                let scale = [1e-5, 5e-5, 1e-4, 1e-3][trial / 4 % 4];
+                let tiny = |rng: &mut crate::scenes::Lcg| {
+                    let axis = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+                    Quat::from_scaled_axis(axis * scale)
+                };
+                let mut offset = Vec3::new(rng.range(-0.3, 0.3), rng.range(-0.3, 0.3), rng.range(-0.3, 0.3));
+                offset[trial / 16 % 3] = 1.0 + rng.range(-0.002, 0.002);
+                // Far from the origin, as in a wide pyramid, where rounding bends the edges.
+                let pa = Vec3::new(rng.range(-40.0, 40.0), rng.range(0.0, 10.0), rng.range(-40.0, 40.0));
+                (unit_box(), unit_box(), pa, pa + offset, tiny(&mut rng), tiny(&mut rng))
+            } else {
+                let (sa, sb) = (shapes[trial % 3].clone(), shapes[(trial / 3) % 3].clone());
+                let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+                let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
+                let distance = rng.range(0.4, 0.9) * (reach(&sa) + reach(&sb));
+                (sa, sb, Vec3::ZERO, towards * distance, rng.rotation(), rng.rotation())
+            };
+            let (manifold, (full, pruned, floor)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
+                let radii = a.shape.radius + b.shape.radius;
+                let (face_a, sep_a) = best_face(a, b, radii, f32::MAX);
+                let (_, sep_b) = best_face(b, a, radii, f32::MAX);
+                let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
+                let pruned = edge_query_dispatch(a, b, Some(EdgeFloor::new(a, b, face_a, floor)));
+                (edge_query_dispatch(a, b, None), pruned, floor)
+            });
+            if trial == 0 {
+                assert_eq!(manifold.count, 4, "the pyramid's boxes keep their face contacts: {manifold:?}");
+            }
+            assert_eq!(full.1 > floor, pruned.1 > floor, "trial {trial}: {full:?} vs {pruned:?} over {floor}");
+            if full.1 > floor {
+                let bits =
+                    |(pair, s, axis): ((u32, u32), f32, Vec3)| (pair, s.to_bits(), axis.to_array().map(f32::to_bits));
+                assert_eq!(bits(full), bits(pruned), "trial {trial}");
+                edges_decide += 1;
+            } else {
+                faces_decide += 1;
+            }
+        }
+        assert!(edges_decide > 50 && faces_decide > 50, "{edges_decide} decided by edges, {faces_decide} by faces");
+    }
+
     #[test]
     fn edge_query_from_arrays_matches_the_uncached_query() {
         let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
@@ -1342,7 +1482,7 @@ mod tests {
             let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
             let distance = rng.range(0.5, 1.0) * (reach(&sa) + reach(&sb));
             let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
-                (edge_query_uncached(a, b), edge_query_dispatch(a, b), edge_query::<128, 192, 48>(a, b))
+                (edge_query_uncached(a, b), edge_query_dispatch(a, b, None), edge_query::<128, 192, 48>(a, b, None))
             })
             .1;
             let bits =
