@@ -2,7 +2,6 @@
 // and the overflow by mass-splitting Jacobi: twins of `solve_manifolds`, `manifold_pass`,
 // `coarse_correction`, `restitution`, `apply_at` and `jacobi` in src/cpu/contacts.rs.
 
-const PASS_WARM_START: u32 = 0u;
 const PASS_SOLVE: u32 = 1u;
 const PASS_RELAX: u32 = 2u;
 const PASS_RESTITUTION: u32 = 3u;
@@ -264,14 +263,6 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     for (var k = 0u; k < (*m).count; k++) {
         geo[k] = geometry_of(*m, (*m).points[k]);
     }
-    if which == PASS_WARM_START {
-        for (var k = 0u; k < (*m).count; k++) {
-            let c = (*m).points[k];
-            let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
-            (*m).absorbed -= apply_at(ma, mb, geo[k], impulse, track);
-        }
-        return;
-    }
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
     coarse_correction(m, &geo, ma, mb, soft, use_bias);
@@ -360,9 +351,57 @@ fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return thread_index(wid, nwg, lid, WORKGROUP_SIZE);
 }
 
+// Point `k`'s accumulated impulse on B (A takes its opposite).
+fn warm_impulse(m: Manifold, k: u32) -> vec3<f32> {
+    let basis = tangent_basis(m.normal);
+    let c = m.points[k];
+    return c.normal_impulse * m.normal + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2;
+}
+
+// The warm start's work on each manifold that can bounce: its own impulses applied to copies of
+// its bodies' motions from before any warm start. Twin of the first loop of `warm_start_bodies`
+// in src/cpu/contacts.rs.
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn warm_start_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    color_pass(thread_of(wid, nwg, lid), PASS_WARM_START);
+fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_of(wid, nwg, lid);
+    if i >= work[1] {
+        return;
+    }
+    var m = manifolds[i];
+    if m.restitution <= 0.0 {
+        return;
+    }
+    var ma = motion_of(m.body_a, 1.0);
+    var mb = motion_of(m.body_b, 1.0);
+    for (var k = 0u; k < m.count; k++) {
+        m.absorbed -= apply_at(&ma, &mb, geometry_of(m, m.points[k]), warm_impulse(m, k), true);
+    }
+    manifolds[i].absorbed = m.absorbed;
+}
+
+// The warm start by body: each dynamic body adds the impulses of its manifolds, ascending,
+// point by point (the impulses are known, so no manifold waits for another: one dispatch
+// instead of one per color). Twin of the second loop of `warm_start_bodies`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_of(wid, nwg, lid);
+    if body >= params.body_count || !is_dynamic(body) {
+        return;
+    }
+    var motion = motion_of(body, 1.0);
+    for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
+        let m = manifolds[work[work_layout.adjacency + k]];
+        for (var p = 0u; p < m.count; p++) {
+            let g = geometry_of(m, m.points[p]);
+            let j = warm_impulse(m, p);
+            if m.body_a == body {
+                apply(&motion, g.ra, -j);
+            } else {
+                apply(&motion, g.rb, j);
+            }
+        }
+    }
+    store(body, motion);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -378,11 +417,6 @@ fn relax_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn restitution_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     color_pass(thread_of(wid, nwg, lid), PASS_RESTITUTION);
-}
-
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn jacobi_warm_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    jacobi_pass(thread_of(wid, nwg, lid), PASS_WARM_START);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -308,7 +308,7 @@ pub fn card_house(desc: WorldDesc, levels: usize) -> Result<World> {
 /// The open box of [`rain`] and [`box_pile`]: the benchmark ground and four static walls 8 m
 /// high around a square floor with room for `count` bodies in layers of one per square metre
 /// cell, at most an eighth of them per layer. Returns the floor's side in cells.
-fn add_container(world: &mut World, count: usize) -> Result<usize> {
+pub(crate) fn add_container(world: &mut World, count: usize) -> Result<usize> {
     let side = ((count as f32 / 8.0).sqrt().ceil()).max(3.0);
     let half = side * 0.5;
     add_ground(world, half + 2.0)?;
@@ -325,7 +325,7 @@ fn add_container(world: &mut World, count: usize) -> Result<usize> {
 
 /// The centre of body `i` of a rain into a container of `side` x `side` cells: one body per
 /// metre cell, layer after layer from 1 m up.
-fn rain_cell(i: usize, side: usize) -> Vec3 {
+pub(crate) fn rain_cell(i: usize, side: usize) -> Vec3 {
     let (layer, k) = (i / (side * side), i % (side * side));
     let half = side as f32 * 0.5;
     Vec3::new((k % side) as f32 - half + 0.5, 1.0 + layer as f32, (k / side) as f32 - half + 0.5)

@@ -73,6 +73,8 @@ pub(crate) struct ContactState {
     /// Per manifold in `colored` order, what its passes read that only positions change (see
     /// [`Prepared`]).
     prepared: Vec<Prepared>,
+    /// Per manifold (pair order), its place in `solving`.
+    slots: Vec<u32>,
     /// Per body, the world inverse inertia at the current orientation (zero when not dynamic):
     /// impulses then change a body's angular momentum by exactly `r x P`, so a pair conserves
     /// it (the step-start inertia lost 0.6 % per step among tumbling bodies).
@@ -572,6 +574,11 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     cs.prepared_valid = false;
     cs.solving.clear();
     cs.solving.extend(cs.colored.iter().map(|&i| cs.manifolds[i as usize]));
+    cs.slots.clear();
+    cs.slots.resize(cs.colored.len(), 0);
+    for (k, &i) in cs.colored.iter().enumerate() {
+        cs.slots[i as usize] = k as u32;
+    }
 }
 
 /// Writes the solved manifolds (impulses, work) back in pair order, where the next step's warm
@@ -636,7 +643,8 @@ pub(crate) enum Pass {
 }
 
 /// One pass over every manifold: the colors in order (the manifolds of a color share no dynamic
-/// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi. Runs
+/// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi; the warm
+/// start, which depends on no other manifold's result, by body ([`warm_start_bodies`]). Runs
 /// after [`color`] in a step; the caller says [`ContactState::positions_moved`] whenever
 /// bodies move between passes and ends the step's passes with [`finish_step`].
 pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
@@ -663,46 +671,89 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
         mass_scale: p.contact_mass_scale,
         impulse_scale: p.contact_impulse_scale,
     };
-    for c in 0..colors {
-        let (mut k, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-        while k < end {
-            // Sweeps over four manifolds that cannot bounce go four at a time (bit-identical).
-            if let Pass::Solve(use_bias) = pass
-                && k + 4 <= end
-                && let [m0, m1, m2, m3] = &mut cs.solving[k..k + 4]
-                && [&*m0, &*m1, &*m2, &*m3].iter().all(|m| m.restitution <= 0.0)
-            {
-                let q = &cs.prepared[k..k + 4];
-                super::lanes::solve4(
-                    p,
-                    [m0, m1, m2, m3],
-                    [&q[0], &q[1], &q[2], &q[3]],
-                    &mut cs.motions,
-                    &cs.dynamic,
-                    (statics, contacts),
-                    use_bias,
-                );
-                k += 4;
-                continue;
+    if matches!(pass, Pass::WarmStart) {
+        warm_start_bodies(cs);
+    } else {
+        for c in 0..colors {
+            let (mut k, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
+            while k < end {
+                // Sweeps over four manifolds that cannot bounce go four at a time (bit-identical).
+                if let Pass::Solve(use_bias) = pass
+                    && k + 4 <= end
+                    && let [m0, m1, m2, m3] = &mut cs.solving[k..k + 4]
+                    && [&*m0, &*m1, &*m2, &*m3].iter().all(|m| m.restitution <= 0.0)
+                {
+                    let q = &cs.prepared[k..k + 4];
+                    super::lanes::solve4(
+                        p,
+                        [m0, m1, m2, m3],
+                        [&q[0], &q[1], &q[2], &q[3]],
+                        &mut cs.motions,
+                        &cs.dynamic,
+                        (statics, contacts),
+                        use_bias,
+                    );
+                    k += 4;
+                    continue;
+                }
+                let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
+                let (mut ma, mut mb) = (cs.motions[a], cs.motions[b]);
+                manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, false);
+                // Only dynamic bodies change: a static or kinematic one keeps its velocity.
+                if cs.dynamic[a] {
+                    cs.motions[a] = ma;
+                }
+                if cs.dynamic[b] {
+                    cs.motions[b] = mb;
+                }
+                k += 1;
             }
-            let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
-            let (mut ma, mut mb) = (cs.motions[a], cs.motions[b]);
-            manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, false);
-            // Only dynamic bodies change: a static or kinematic one keeps its velocity.
-            if cs.dynamic[a] {
-                cs.motions[a] = ma;
-            }
-            if cs.dynamic[b] {
-                cs.motions[b] = mb;
-            }
-            k += 1;
         }
+        jacobi(w, cs, pass);
     }
-    jacobi(w, cs, pass);
     for (i, m) in cs.motions.iter().enumerate() {
         if cs.dynamic[i] {
             w.bodies[i].linear_velocity = m.v;
             w.bodies[i].angular_velocity = m.w;
+        }
+    }
+}
+
+/// The warm start: last step's impulses applied again, as a gather per body, so that the GPU
+/// needs two dispatches for it instead of one per color (the impulses are known: no pass
+/// depends on another's result). First each manifold that can bounce counts the work its own
+/// impulses do on its pair, from the velocities before any warm start (as if applied alone);
+/// then each dynamic body adds the impulses of its manifolds, in ascending order, point by
+/// point. Twin of `warm_start_work` and `warm_start_gather` in shaders/solve_contacts.wgsl.
+fn warm_start_bodies(cs: &mut ContactState) {
+    let impulse = |m: &GpuManifold, q: &Prepared, k: usize| {
+        let c = &m.points[k];
+        c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1 + c.tangent_impulse_2 * q.t2
+    };
+    for (m, q) in cs.solving.iter_mut().zip(&cs.prepared) {
+        if m.restitution <= 0.0 {
+            continue;
+        }
+        let (mut ma, mut mb) = (cs.motions[m.body_a as usize], cs.motions[m.body_b as usize]);
+        for (k, g) in q.geo.iter().enumerate().take(m.count as usize) {
+            let j = impulse(m, q, k);
+            m.absorbed -= apply_at(&mut ma, &mut mb, g, j, true);
+        }
+    }
+    // The GPU gathers per body over its manifolds in ascending order; going through the
+    // manifolds in that order (pair order) and applying each point to both bodies gives every
+    // body the same additions in the same order, so the same bits, with one visit per point.
+    for &k in &cs.slots {
+        let (m, q) = (&cs.solving[k as usize], &cs.prepared[k as usize]);
+        let (a, b) = (m.body_a as usize, m.body_b as usize);
+        for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
+            let j = impulse(m, q, p);
+            if cs.dynamic[a] {
+                cs.motions[a].apply(g.ra, -j);
+            }
+            if cs.dynamic[b] {
+                cs.motions[b].apply(g.rb, j);
+            }
         }
     }
 }
@@ -894,12 +945,8 @@ fn manifold_pass(
     let track = m.restitution > 0.0;
     let geo = &prep.geo;
     match pass {
-        Pass::WarmStart => {
-            for (c, g) in m.points[..count].iter().zip(geo) {
-                let impulse = c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2;
-                m.absorbed -= apply_at(ma, mb, g, impulse, track);
-            }
-        }
+        // By body, in `warm_start_bodies`.
+        Pass::WarmStart => {}
         Pass::Solve(use_bias) => {
             let mut k = prep.k;
             if split {
@@ -1168,6 +1215,65 @@ mod tests {
     /// The four-lane sweeps (biased and relax) give bit for bit the impulses and velocities of
     /// the manifold-at-a-time sweeps, on a settling pile of boxes with one to four points per
     /// manifold and contacts against its static container.
+    /// The warm start by body gives each body the velocity change of applying every manifold's
+    /// impulses one manifold at a time (up to rounding: the sums run in another order), and a
+    /// bouncing manifold's work is that of its own impulses from the velocities before.
+    #[test]
+    fn warm_start_by_body_matches_one_manifold_at_a_time() {
+        use crate::prelude::*;
+        use crate::solver::Solver;
+        // A pile of boxes, every seventh bouncy, so that some manifolds count work.
+        let mut world = World::new(crate::scenes::bench_desc()).unwrap();
+        let side = crate::scenes::add_container(&mut world, 300).unwrap();
+        for i in 0..300 {
+            let e = if i % 7 == 0 { 0.5 } else { 0.0 };
+            let shape = Shape::cuboid(Vec3::new(0.2, 0.25, 0.15));
+            world
+                .add_body(RigidBodyDesc::dynamic(shape).position(crate::scenes::rain_cell(i, side)).restitution(e))
+                .unwrap();
+        }
+        let mut solver = crate::cpu::CpuSolver::new(&world).unwrap();
+        solver.step_many(40);
+        let mut cs = std::mem::take(&mut solver.contacts_state);
+        let w = solver.body_view();
+        prepare(&w, &mut cs);
+        cs.motions = (0..w.params.body_count as usize)
+            .map(|i| Motion {
+                v: w.bodies[i].linear_velocity,
+                w: w.bodies[i].angular_velocity,
+                inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
+                inv_inertia: cs.inertia[i],
+            })
+            .collect();
+        let (mut reference, mut bouncing) = (cs.motions.clone(), 0);
+        let mut absorbed = Vec::new();
+        for (m, q) in cs.solving.iter().zip(&cs.prepared) {
+            let (a, b) = (m.body_a as usize, m.body_b as usize);
+            let (mut alone_a, mut alone_b) = (cs.motions[a], cs.motions[b]);
+            let mut work = m.absorbed;
+            for (c, g) in m.points[..m.count as usize].iter().zip(&q.geo) {
+                let j = c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1 + c.tangent_impulse_2 * q.t2;
+                reference[a].apply(g.ra, -j);
+                reference[b].apply(g.rb, j);
+                if m.restitution > 0.0 {
+                    work -= apply_at(&mut alone_a, &mut alone_b, g, j, true);
+                }
+            }
+            bouncing += usize::from(m.restitution > 0.0 && work != m.absorbed);
+            absorbed.push(work);
+        }
+        warm_start_bodies(&mut cs);
+        let scale = reference.iter().map(|m| m.v.length().max(m.w.length())).fold(1.0_f32, f32::max);
+        for (i, (x, y)) in reference.iter().zip(&cs.motions).enumerate().filter(|(i, _)| cs.dynamic[*i]) {
+            let diff = (x.v - y.v).length().max((x.w - y.w).length());
+            assert!(diff <= 1e-5 * scale, "body {i}: {diff} m/s apart");
+        }
+        for (k, m) in cs.solving.iter().enumerate() {
+            assert_eq!(m.absorbed.to_bits(), absorbed[k].to_bits(), "manifold {k}");
+        }
+        assert!(bouncing >= 5, "{bouncing} bouncing manifolds did work");
+    }
+
     #[test]
     fn four_lane_sweeps_match_one_manifold_at_a_time() {
         use crate::solver::Solver;

@@ -46,7 +46,8 @@ struct Pipelines {
     bucket_scatter: wgpu::ComputePipeline,
     bucket_args: wgpu::ComputePipeline,
     jacobi_split: wgpu::ComputePipeline,
-    /// Per pass (warm start, solve, relax, restitution): the colored and the Jacobi kernel.
+    /// Per pass (solve, relax, restitution): the colored and the Jacobi kernel; for the warm
+    /// start the bouncing manifolds' work and the gather by body.
     passes: [(wgpu::ComputePipeline, wgpu::ComputePipeline); 4],
     jacobi_gather: wgpu::ComputePipeline,
     manifold_stats: wgpu::ComputePipeline,
@@ -353,7 +354,7 @@ impl GpuContacts {
             bucket_args: m("bucket_args"),
             jacobi_split: m("jacobi_split"),
             passes: [
-                (v("warm_start_color"), v("jacobi_warm_start")),
+                (v("warm_start_work"), v("warm_start_gather")),
                 (v("solve_color"), v("jacobi_solve")),
                 (v("relax_color"), v("jacobi_relax")),
                 (v("restitution_color"), v("jacobi_restitution")),
@@ -476,10 +477,14 @@ impl GpuContacts {
         1 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
-    /// Dispatches one [`Self::record_pass`] records: one per color, the overflow and
-    /// its gather. Colors beyond those in use still cost an (empty) indirect dispatch.
-    pub fn pass_dispatches(&self) -> u32 {
-        self.max_colors + 2
+    /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start two
+    /// (the work of bouncing manifolds, the gather by body), else one per color, the overflow
+    /// and its gather. Colors beyond those in use still cost an (empty) indirect dispatch.
+    pub fn pass_dispatches(&self, which: Pass) -> u32 {
+        match which {
+            Pass::WarmStart => 2,
+            _ => self.max_colors + 2,
+        }
     }
 
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
@@ -488,8 +493,19 @@ impl GpuContacts {
         let p = &self.pipelines;
         let group = &self.solve_groups[parity];
         let (colored, jacobi) = &p.passes[which as usize];
+        if which == Pass::WarmStart {
+            // By body (`warm_start_bodies`): first the bouncing manifolds' work, then the gather.
+            pass.push_debug_group("warm_start");
+            pass.set_bind_group(0, group, &[0]);
+            pass.set_pipeline(colored);
+            pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
+            pass.set_pipeline(jacobi);
+            pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
+            pass.pop_debug_group();
+            return;
+        }
         pass.push_debug_group(match which {
-            Pass::WarmStart => "warm_start_colors",
+            Pass::WarmStart => "warm_start",
             Pass::Solve => "solve_colors",
             Pass::Relax => "relax_colors",
             Pass::Restitution => "restitution_colors",

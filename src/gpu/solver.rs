@@ -360,9 +360,9 @@ impl GpuSolver {
         let particles = self.particles.as_ref().map_or(0, |p| p.dispatches_per_substep());
         let (mut once, mut per_substep) = (2, 3 + u32::from(relax) + particles);
         if let Some(c) = self.contacts_stages.as_ref() {
-            once += c.detection_dispatches() + c.pass_dispatches();
-            let passes = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
-            per_substep += passes * c.pass_dispatches();
+            once += c.detection_dispatches() + c.pass_dispatches(ContactPass::Restitution);
+            let sweeps = p.iterations + if relax { p.relax_iterations } else { 0 };
+            per_substep += c.pass_dispatches(ContactPass::WarmStart) + sweeps * c.pass_dispatches(ContactPass::Solve);
         }
         once + p.substeps * per_substep
     }
