@@ -663,15 +663,12 @@ fn face_contact(reference: Posed, incident: Posed, face: u32, margin: f32, radii
     return m;
 }
 
-// The largest `u . w` over unit vectors `u` on the shorter great arc from `n0` to `n1` (`|w|`
-// when the arc is not well defined). Twin of `arc_max`.
+// The largest `u . w` over unit vectors `u` on the shorter great arc from `n0` to `n1`, or `|w|`
+// when the normals are nearly equal or nearly opposed. Twin of `arc_max`.
 fn arc_max(n0: vec3<f32>, n1: vec3<f32>, w: vec3<f32>) -> f32 {
     let m = cross3(n0, n1);
     let mm = dot3(m, m);
-    if mm < 1e-12 || dot3(n0, n1) < -0.99 {
-        if mm < 1e-12 && dot3(n0, n1) > 0.0 {
-            return max(dot3(n0, w), dot3(n1, w)) + 1e-3 * length3(w);
-        }
+    if mm < EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN {
         return length3(w);
     }
     let wp = w - m * (dot3(w, m) / mm);
@@ -686,8 +683,8 @@ fn arc_max(n0: vec3<f32>, n1: vec3<f32>, w: vec3<f32>) -> f32 {
 fn edge_ruled_out(p: vec3<f32>, n0: vec3<f32>, n1: vec3<f32>, inside0: vec3<f32>, inside1: vec3<f32>, floor: f32) -> bool {
     let w0 = inside0 - p;
     let w1 = inside1 - p;
-    return arc_max(n0, n1, w0) + 0.05 * length3(w0) + 1e-4 <= floor
-        || arc_max(n0, n1, w1) + 0.05 * length3(w1) + 1e-4 <= floor;
+    return arc_max(n0, n1, w0) + (EDGE_FLOOR_SLACK * length3(w0) + EDGE_FLOOR_MIN_SLACK) <= floor
+        || arc_max(n0, n1, w1) + (EDGE_FLOOR_SLACK * length3(w1) + EDGE_FLOOR_MIN_SLACK) <= floor;
 }
 
 fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
@@ -701,10 +698,11 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     if fb.value - radii >= margin {
         return empty_contacts(vec3<f32>(0.0));
     }
-    // Only an edge pair that separates more than `floor` replaces the face contact; past a
-    // box's 12 edges on B, edges of A that cannot hold one are passed over (`EdgeFloor`).
+    // Only an edge pair that separates more than `floor` replaces the face contact; past
+    // EDGE_FLOOR_MIN_EDGES edges on B, edges of A that cannot hold one are passed over
+    // (`EdgeFloor`).
     let floor = max(fa.value, fb.value) + EDGE_TOLERANCE;
-    let ruling = b.shape.edge_count > 12u;
+    let ruling = b.shape.edge_count > EDGE_FLOOR_MIN_EDGES;
     var deepest = b.position;
     if ruling {
         let n = face_plane(a, fa.face).n;

@@ -351,9 +351,8 @@ fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return thread_index(wid, nwg, lid, WORKGROUP_SIZE);
 }
 
-// Point `k`'s accumulated impulse on B (A takes its opposite).
-fn warm_impulse(m: Manifold, k: u32) -> vec3<f32> {
-    let basis = tangent_basis(m.normal);
+// Point `k`'s accumulated impulse on B (A takes its opposite), `basis` the normal's tangents.
+fn warm_impulse(m: Manifold, basis: Basis, k: u32) -> vec3<f32> {
     let c = m.points[k];
     return c.normal_impulse * m.normal + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2;
 }
@@ -373,8 +372,9 @@ fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     }
     var ma = motion_of(m.body_a, 1.0);
     var mb = motion_of(m.body_b, 1.0);
+    let basis = tangent_basis(m.normal);
     for (var k = 0u; k < m.count; k++) {
-        m.absorbed -= apply_at(&ma, &mb, geometry_of(m, m.points[k]), warm_impulse(m, k), true);
+        m.absorbed -= apply_at(&ma, &mb, geometry_of(m, m.points[k]), warm_impulse(m, basis, k), true);
     }
     manifolds[i].absorbed = m.absorbed;
 }
@@ -391,9 +391,10 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     var motion = motion_of(body, 1.0);
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
         let m = manifolds[work[work_layout.adjacency + k]];
+        let basis = tangent_basis(m.normal);
         for (var p = 0u; p < m.count; p++) {
             let g = geometry_of(m, m.points[p]);
-            let j = warm_impulse(m, p);
+            let j = warm_impulse(m, basis, p);
             if m.body_a == body {
                 apply(&motion, g.ra, -j);
             } else {

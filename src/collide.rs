@@ -36,6 +36,15 @@ pub const CLIP_TOLERANCE: f32 = 0.1 * 0.005;
 /// manifold came from that edge pair, its normal 10 degrees off, instead of from its faces
 /// (about four pairs a step). Parallel edges meet in face contacts.
 pub const EDGE_PARALLEL_SIN: f32 = 0.005;
+/// [`EdgeFloor`]'s allowance for rounding, as a fraction of the distance from A's edge to the
+/// point inside B: generous, because near-parallel edges' axes come from short cross products
+/// and carry relative errors up to about 1e-2.
+pub const EDGE_FLOOR_SLACK: f32 = 0.05;
+/// [`EdgeFloor`]'s allowance for rounding at any distance, m.
+pub const EDGE_FLOOR_MIN_SLACK: f32 = 1e-4;
+/// The edge query rules edges out ([`EdgeFloor`]) only when B has more edges than this: up to
+/// a box's 12, ruling out costs about what testing costs.
+pub const EDGE_FLOOR_MIN_EDGES: u32 = 12;
 /// A new contact whose feature key last step's manifold of the pair lacks takes the impulses
 /// of the nearest unclaimed old point within this distance, m (measured from body A's centre,
 /// and only while the normal turned less than [`WARM_START_MIN_COS`] allows). Keys change when
@@ -782,21 +791,19 @@ impl EdgeFloor {
         let (p, n0, n1) = (a.point(a0), a.face_plane(fa0).0, a.face_plane(fa1).0);
         self.inside.iter().any(|&x| {
             let w = x - p;
-            // A generous allowance for rounding: near-parallel edges' axes come from short
-            // cross products and carry relative errors up to about 1e-2.
-            let slack = 0.05 * w.length() + 1e-4;
-            arc_max(n0, n1, w) + slack <= self.floor
+            arc_max(n0, n1, w) + (EDGE_FLOOR_SLACK * w.length() + EDGE_FLOOR_MIN_SLACK) <= self.floor
         })
     }
 }
 
-/// The largest `u · w` over unit vectors `u` on the shorter great arc from `n0` to `n1`
-/// (an upper bound, `|w|`, when the arc is not well defined).
+/// The largest `u · w` over unit vectors `u` on the shorter great arc from `n0` to `n1`, or
+/// `|w|` (a bound over every direction) when the normals are nearly equal or nearly opposed
+/// and the arc's plane is ill-defined.
 fn arc_max(n0: Vec3, n1: Vec3, w: Vec3) -> f32 {
     let m = n0.cross(n1);
     let mm = m.length_squared();
-    if mm < 1e-12 || n0.dot(n1) < -0.99 {
-        return if mm < 1e-12 && n0.dot(n1) > 0.0 { n0.dot(w).max(n1.dot(w)) + 1e-3 * w.length() } else { w.length() };
+    if mm < EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN {
+        return w.length();
     }
     // The direction of `w` within the arc's plane, if it falls between the ends.
     let wp = w - m * (w.dot(m) / mm);
@@ -900,10 +907,9 @@ fn polytope_contacts(
     best_b: (u32, f32),
 ) -> Manifold {
     let ((face_a, sep_a), (face_b, sep_b)) = (best_a, best_b);
-    // Only an edge pair that separates more than this replaces the face contact. Ruling out
-    // edges of A costs about what testing them costs when B has a box's 12 edges.
+    // Only an edge pair that separates more than this replaces the face contact.
     let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
-    let ruling = (b.shape.edge_count > 12).then(|| EdgeFloor::new(a, b, face_a, floor));
+    let ruling = (b.shape.edge_count > EDGE_FLOOR_MIN_EDGES).then(|| EdgeFloor::new(a, b, face_a, floor));
     let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b, ruling);
     let mut m = Manifold::default();
 
@@ -1203,6 +1209,21 @@ mod tests {
         Shape::cuboid(Vec3::splat(0.5))
     }
 
+    /// A unit box, a flat cuboid and the 32-point bench hull.
+    fn polytopes() -> [Shape; 3] {
+        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
+        [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull]
+    }
+
+    /// Random orientations of two shapes and B's position, A at the origin: along a random
+    /// direction, at `lo` to `hi` times the sum of their reaches (about their radii).
+    fn random_pose(rng: &mut crate::scenes::Lcg, sa: &Shape, sb: &Shape, lo: f32, hi: f32) -> (Vec3, Quat, Quat) {
+        let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+        let (qa, qb) = (rng.rotation(), rng.rotation());
+        let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
+        (towards * (rng.range(lo, hi) * (reach(sa) + reach(sb))), qa, qb)
+    }
+
     #[test]
     fn box_resting_on_box_has_four_face_contacts() {
         let m = contacts(unit_box(), Vec3::ZERO, Quat::IDENTITY, unit_box(), Vec3::new(0.2, 0.99, 0.1), Quat::IDENTITY);
@@ -1372,23 +1393,19 @@ mod tests {
     /// box-hull and hull-hull pairs at random touching poses.
     #[test]
     fn a_remembered_separating_face_gives_exactly_the_full_search() {
-        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
-        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull, Shape::sphere(0.4)];
+        let [cube, slab, hull] = polytopes();
+        let shapes = [cube, slab, hull, Shape::sphere(0.4)];
         let mut rng = crate::scenes::Lcg(5);
         let (mut remembered, mut touching) = (0, 0);
         for trial in 0..400 {
             let (sa, sb) = (shapes[trial % 4].clone(), shapes[(trial / 4) % 4].clone());
-            let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
-            let (qa, qb) = (rng.rotation(), rng.rotation());
-            let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
-            let distance = rng.range(0.5, 1.5) * (reach(&sa) + reach(&sb));
+            let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.5, 1.5);
             // A face remembered from another pose: any face of either shape, or past the last.
             let stale = ((trial as u32 * 7) % 70) | if trial % 3 == 0 { FACE_OF_B } else { 0 };
-            let (full, (found, again, from_stale)) =
-                contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
-                    let found = collide_cached(a, b, 0.02, NO_FACE);
-                    (found, collide_cached(a, b, 0.02, found.1), collide_cached(a, b, 0.02, stale))
-                });
+            let (full, (found, again, from_stale)) = contacts_and(sa, Vec3::ZERO, qa, sb, pb, qb, |a, b| {
+                let found = collide_cached(a, b, 0.02, NO_FACE);
+                (found, collide_cached(a, b, 0.02, found.1), collide_cached(a, b, 0.02, stale))
+            });
             let text = |m: &Manifold| format!("{m:?}");
             for (m, face) in [found, again, from_stale] {
                 assert_eq!(text(&m), text(&full), "trial {trial}");
@@ -1410,8 +1427,7 @@ mod tests {
     /// the same pair, separation and axis.
     #[test]
     fn edges_below_the_floor_never_decide_the_contact() {
-        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
-        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull];
+        let shapes = polytopes();
         let mut rng = crate::scenes::Lcg(23);
         let (mut edges_decide, mut faces_decide) = (0, 0);
         for trial in 0..600 {
@@ -1440,10 +1456,8 @@ mod tests {
                 (unit_box(), unit_box(), pa, pa + offset, tiny(&mut rng), tiny(&mut rng))
             } else {
                 let (sa, sb) = (shapes[trial % 3].clone(), shapes[(trial / 3) % 3].clone());
-                let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
-                let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
-                let distance = rng.range(0.4, 0.9) * (reach(&sa) + reach(&sb));
-                (sa, sb, Vec3::ZERO, towards * distance, rng.rotation(), rng.rotation())
+                let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.4, 0.9);
+                (sa, sb, Vec3::ZERO, pb, qa, qb)
             };
             let (manifold, (full, pruned, floor)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
                 let radii = a.shape.radius + b.shape.radius;
@@ -1471,17 +1485,13 @@ mod tests {
 
     #[test]
     fn edge_query_from_arrays_matches_the_uncached_query() {
-        let hull = Shape::convex_hull(&crate::scenes::bench_hull_points()).unwrap();
-        let shapes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2)), hull];
+        let shapes = polytopes();
         let mut rng = crate::scenes::Lcg(11);
         let mut found = 0;
         for trial in 0..300 {
             let (sa, sb) = (shapes[trial % 3].clone(), shapes[(trial / 3) % 3].clone());
-            let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
-            let (qa, qb) = (rng.rotation(), rng.rotation());
-            let reach = |s: &Shape| if matches!(s, Shape::ConvexHull(_)) { 2.0 } else { 0.6 };
-            let distance = rng.range(0.5, 1.0) * (reach(&sa) + reach(&sb));
-            let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, towards * distance, qb, |a, b| {
+            let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.5, 1.0);
+            let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, pb, qb, |a, b| {
                 (edge_query_uncached(a, b), edge_query_dispatch(a, b, None), edge_query::<128, 192, 48>(a, b, None))
             })
             .1;

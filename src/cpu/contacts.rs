@@ -654,14 +654,7 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if !cs.prepared_valid {
         prepare(w, cs);
     }
-    let n = w.params.body_count as usize;
-    cs.motions.clear();
-    cs.motions.extend((0..n).map(|i| Motion {
-        v: w.bodies[i].linear_velocity,
-        w: w.bodies[i].angular_velocity,
-        inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
-        inv_inertia: cs.inertia[i],
-    }));
+    load_motions(w, cs);
     let colors = w.params.max_colors as usize;
     let p = w.params;
     let statics =
@@ -717,6 +710,19 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             w.bodies[i].angular_velocity = m.w;
         }
     }
+}
+
+/// Fills `cs.motions` from the bodies' velocities and the prepared inertia (a static or
+/// kinematic body has no inverse mass: it keeps its velocity).
+fn load_motions(w: &BodyView, cs: &mut ContactState) {
+    let n = w.params.body_count as usize;
+    cs.motions.clear();
+    cs.motions.extend((0..n).map(|i| Motion {
+        v: w.bodies[i].linear_velocity,
+        w: w.bodies[i].angular_velocity,
+        inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
+        inv_inertia: cs.inertia[i],
+    }));
 }
 
 /// The warm start: last step's impulses applied again, as a gather per body, so that the GPU
@@ -1237,14 +1243,7 @@ mod tests {
         let mut cs = std::mem::take(&mut solver.contacts_state);
         let w = solver.body_view();
         prepare(&w, &mut cs);
-        cs.motions = (0..w.params.body_count as usize)
-            .map(|i| Motion {
-                v: w.bodies[i].linear_velocity,
-                w: w.bodies[i].angular_velocity,
-                inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
-                inv_inertia: cs.inertia[i],
-            })
-            .collect();
+        load_motions(&w, &mut cs);
         let (mut reference, mut bouncing) = (cs.motions.clone(), 0);
         let mut absorbed = Vec::new();
         for (m, q) in cs.solving.iter().zip(&cs.prepared) {
@@ -1283,14 +1282,8 @@ mod tests {
         let mut cs = std::mem::take(&mut solver.contacts_state);
         let w = solver.body_view();
         prepare(&w, &mut cs);
-        let motions: Vec<Motion> = (0..w.params.body_count as usize)
-            .map(|i| Motion {
-                v: w.bodies[i].linear_velocity,
-                w: w.bodies[i].angular_velocity,
-                inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
-                inv_inertia: cs.inertia[i],
-            })
-            .collect();
+        load_motions(&w, &mut cs);
+        let motions = cs.motions.clone();
         let p = w.params;
         let softs = (
             Soft {

@@ -46,9 +46,11 @@ struct Pipelines {
     bucket_scatter: wgpu::ComputePipeline,
     bucket_args: wgpu::ComputePipeline,
     jacobi_split: wgpu::ComputePipeline,
-    /// Per pass (solve, relax, restitution): the colored and the Jacobi kernel; for the warm
-    /// start the bouncing manifolds' work and the gather by body.
-    passes: [(wgpu::ComputePipeline, wgpu::ComputePipeline); 4],
+    /// Per sweep (solve, relax, restitution): the colored and the Jacobi kernel.
+    sweeps: [(wgpu::ComputePipeline, wgpu::ComputePipeline); 3],
+    /// The warm start: the bouncing manifolds' work, then the gather by body.
+    warm_start_work: wgpu::ComputePipeline,
+    warm_start_gather: wgpu::ComputePipeline,
     jacobi_gather: wgpu::ComputePipeline,
     manifold_stats: wgpu::ComputePipeline,
 }
@@ -353,8 +355,9 @@ impl GpuContacts {
             bucket_scatter: m("bucket_scatter"),
             bucket_args: m("bucket_args"),
             jacobi_split: m("jacobi_split"),
-            passes: [
-                (v("warm_start_work"), v("warm_start_gather")),
+            warm_start_work: v("warm_start_work"),
+            warm_start_gather: v("warm_start_gather"),
+            sweeps: [
                 (v("solve_color"), v("jacobi_solve")),
                 (v("relax_color"), v("jacobi_relax")),
                 (v("restitution_color"), v("jacobi_restitution")),
@@ -492,24 +495,23 @@ impl GpuContacts {
     pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {
         let p = &self.pipelines;
         let group = &self.solve_groups[parity];
-        let (colored, jacobi) = &p.passes[which as usize];
-        if which == Pass::WarmStart {
-            // By body (`warm_start_bodies`): first the bouncing manifolds' work, then the gather.
-            pass.push_debug_group("warm_start");
-            pass.set_bind_group(0, group, &[0]);
-            pass.set_pipeline(colored);
-            pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
-            pass.set_pipeline(jacobi);
-            pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
-            pass.pop_debug_group();
-            return;
-        }
-        pass.push_debug_group(match which {
-            Pass::WarmStart => "warm_start",
-            Pass::Solve => "solve_colors",
-            Pass::Relax => "relax_colors",
-            Pass::Restitution => "restitution_colors",
-        });
+        let ((colored, jacobi), name) = match which {
+            Pass::WarmStart => {
+                // By body (`warm_start_bodies`): the bouncing manifolds' work, then the gather.
+                pass.push_debug_group("warm_start");
+                pass.set_bind_group(0, group, &[0]);
+                pass.set_pipeline(&p.warm_start_work);
+                pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
+                pass.set_pipeline(&p.warm_start_gather);
+                pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
+                pass.pop_debug_group();
+                return;
+            }
+            Pass::Solve => (&p.sweeps[0], "solve_colors"),
+            Pass::Relax => (&p.sweeps[1], "relax_colors"),
+            Pass::Restitution => (&p.sweeps[2], "restitution_colors"),
+        };
+        pass.push_debug_group(name);
         pass.set_pipeline(colored);
         for color in 0..self.max_colors {
             pass.set_bind_group(0, group, &[(color as u64 * UNIFORM_SLOT) as u32]);

@@ -3,8 +3,8 @@
 //! by host and shader is written once, in Rust.
 
 use crate::collide::{
-    CLIP_TOLERANCE, EDGE_PARALLEL_SIN, EDGE_TOLERANCE, FACE_TOLERANCE, MAX_CLIP_POINTS, WARM_START_MIN_COS,
-    WARM_START_RADIUS,
+    CLIP_TOLERANCE, EDGE_FLOOR_MIN_EDGES, EDGE_FLOOR_MIN_SLACK, EDGE_FLOOR_SLACK, EDGE_PARALLEL_SIN, EDGE_TOLERANCE,
+    FACE_TOLERANCE, MAX_CLIP_POINTS, WARM_START_MIN_COS, WARM_START_RADIUS,
 };
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
@@ -119,6 +119,9 @@ pub fn header() -> String {
          const MAX_CLIP_POINTS: u32 = {MAX_CLIP_POINTS}u;\n\
          const EDGE_TOLERANCE: f32 = {EDGE_TOLERANCE:?};\n\
          const EDGE_PARALLEL_SIN: f32 = {EDGE_PARALLEL_SIN:?};\n\
+         const EDGE_FLOOR_SLACK: f32 = {EDGE_FLOOR_SLACK:?};\n\
+         const EDGE_FLOOR_MIN_SLACK: f32 = {EDGE_FLOOR_MIN_SLACK:?};\n\
+         const EDGE_FLOOR_MIN_EDGES: u32 = {EDGE_FLOOR_MIN_EDGES}u;\n\
          const FACE_TOLERANCE: f32 = {FACE_TOLERANCE:?};\n\
          const CLIP_TOLERANCE: f32 = {CLIP_TOLERANCE:?};\n\
          const WARM_START_RADIUS: f32 = {WARM_START_RADIUS:?};\n\
