@@ -121,6 +121,10 @@ struct Args {
     /// Threads of Rapier's pool (default: one per core).
     #[arg(long)]
     rapier_threads: Option<usize>,
+    /// Worker threads of signorini's CPU solver (default: one per core). The results are the
+    /// same bits for every count.
+    #[arg(long)]
+    cpu_threads: Option<u32>,
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
@@ -211,6 +215,8 @@ struct Report {
     substeps: u32,
     iterations: u32,
     relax_iterations: u32,
+    /// Worker threads of the CPU solver (absent on the GPU).
+    cpu_threads: Option<usize>,
     /// Stiffness of body-body contacts as given, Hz (before the clamp to a quarter of the
     /// substep rate); absent under Baumgarte stabilization.
     contact_hertz: Option<f32>,
@@ -250,6 +256,9 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
     }
     if let Some(n) = args.iterations {
         desc.solver.iterations = n;
+    }
+    if let Some(n) = args.cpu_threads {
+        desc.solver.cpu_threads = n;
     }
     if let (Some(hz), Stabilization::Soft { contact_hertz, .. }) = (args.contact_hertz, &mut desc.solver.stabilization)
     {
@@ -444,6 +453,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         substeps: settings.substeps,
         iterations: settings.iterations,
         relax_iterations: settings.relax_iterations,
+        cpu_threads: (args.backend == Backend::Cpu).then(|| match settings.cpu_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n as usize,
+        }),
         contact_hertz: match settings.stabilization {
             Stabilization::Soft { contact_hertz, .. } => Some(contact_hertz),
             Stabilization::Baumgarte { .. } => None,
@@ -486,7 +499,10 @@ fn print_table(r: &Report) {
         "engine", "median ms", "min ms", "max ms", "contacts", "max pen. m", "energy drift", "moved m"
     );
     row(
-        &format!("signorini/{}", if r.dispatches_per_step.is_some() { "gpu" } else { "cpu" }),
+        &match r.cpu_threads {
+            Some(n) => format!("signorini/cpu x{n}"),
+            None => "signorini/gpu".into(),
+        },
         &r.timing,
         r.contacts.to_string(),
         r.max_penetration,

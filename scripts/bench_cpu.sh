@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU-path benchmark matrix of BENCHMARKS.md, each scene beside Rapier, JSON per run.
-#   scripts/bench_cpu.sh [OUT_DIR] [RAPIER_THREADS]
+#   scripts/bench_cpu.sh [OUT_DIR] [THREADS]   (both engines get THREADS worker threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-benchmarks/results/cpu}
@@ -10,7 +10,7 @@ cargo build --release --example bench
 label=$(git rev-parse --short HEAD)
 run() {
   local name=$1; shift
-  ./target/release/examples/bench --backend cpu --compare rapier --rapier-threads "$threads" \
+  ./target/release/examples/bench --backend cpu --compare rapier --rapier-threads "$threads" --cpu-threads "$threads" \
     --label "$label" --json "$out/$name.json" "$@"
 }
 run pile-1000 --scene pile --bodies 1000 --warmup 60 --steps 60

@@ -346,7 +346,7 @@ pub fn rain(desc: WorldDesc, count: usize, seed: u32) -> Result<World> {
 
 /// Body `i` of a rain: a sphere, box, capsule or hull in turn, each within a ball of radius
 /// 0.49 m, randomly turned, drifting sideways, density 500 to 2000, friction 0.6.
-fn mixed_body(rng: &mut Lcg, i: usize) -> RigidBodyDesc {
+pub(crate) fn mixed_body(rng: &mut Lcg, i: usize) -> RigidBodyDesc {
     let shape = match i % 4 {
         0 => Shape::sphere(rng.range(0.2, 0.4)),
         1 => Shape::cuboid(Vec3::new(rng.range(0.12, 0.28), rng.range(0.12, 0.28), rng.range(0.12, 0.28))),

@@ -93,6 +93,11 @@ pub struct SolverSettings {
     /// Rounds of the parallel coloring per step (seeded from the last step's colors, so a
     /// settled scene needs one). Default 8.
     pub coloring_rounds: u32,
+    /// Worker threads of the CPU solver; 0 takes one per core. Default 0. Every stage that
+    /// splits its work over threads splits items that are independent (pairs, manifolds of one
+    /// color, bodies), so the results are bit for bit the same for every thread count. The GPU
+    /// solver ignores it.
+    pub cpu_threads: u32,
 }
 
 /// How constraints between bodies are solved.
@@ -122,6 +127,7 @@ impl Default for SolverSettings {
             constraint_solver: ConstraintSolver::Colored,
             max_colors: 12,
             coloring_rounds: 8,
+            cpu_threads: 0,
         }
     }
 }

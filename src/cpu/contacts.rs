@@ -3,6 +3,7 @@
 //! the twin of the GPU stage of the same name and produces the same data in the same order.
 
 use glam::{Mat3, Vec3, Vec4};
+use rayon::prelude::*;
 
 use crate::collide::{NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached};
 use crate::coloring::{ColoringScratch, color_graph};
@@ -84,12 +85,25 @@ pub(crate) struct ContactState {
     motions: Vec<Motion>,
     /// Whether `prepared` and `inertia` are those of the current manifolds and positions.
     prepared_valid: bool,
+    /// Per manifold in `colored` order, its bodies' velocities after its last color pass
+    /// (v_a, ω_a, v_b, ω_b), stored back to `motions` once the color is done.
+    pass_out: Vec<[Vec3; 4]>,
+    /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`; then what the
+    /// narrow phase found for it (a manifold when `count > 0`, the separating face).
+    pair_faces: Vec<u32>,
+    collided: Vec<(GpuManifold, u32)>,
+    /// Whether the stages split their work over the worker threads of the solver's pool
+    /// (rayon): set when there are several.
+    pub parallel: bool,
+    /// Manifolds per task when a color's pass is split over threads ([`PARALLEL_RUN`]; tests
+    /// shorten it so that small scenes split too).
+    pub run: usize,
 }
 
 impl ContactState {
     /// Empty contact state for a scene on broad-phase grid `grid`.
     pub fn new(grid: GridSpec) -> Self {
-        Self { grid, ..Self::default() }
+        Self { grid, run: PARALLEL_RUN, ..Self::default() }
     }
 
     /// Marks what the passes cached stale: positions or orientations moved.
@@ -419,18 +433,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     cs.manifolds.clear();
     std::mem::swap(&mut cs.previous_separated, &mut cs.separated);
     cs.separated.clear();
-    // Both lists are in pair order: one cursor walks last step's separated pairs.
-    let mut cursor = 0;
     cs.prepared_valid = false;
-    let posed = |i: usize| {
-        Posed::new(
-            &w.shapes[w.props[i].shape as usize],
-            w.bodies[i].position,
-            w.bodies[i].orientation,
-            w.geometry,
-            w.topology,
-        )
-    };
     // The world points and planes of each polytope come from the broad phase, at these positions.
     debug_assert_eq!(cs.world_start.len(), p.body_count as usize + 1);
     // Each shape's points four at a time, once (shapes never change).
@@ -445,72 +448,96 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         }
         cs.groups_start.push(cs.groups.len() as u32);
     }
+    // Last step's separating face of each pair: both lists are in pair order, one cursor
+    // walks the separated pairs.
+    let mut cursor = 0;
+    cs.pair_faces.clear();
     for pair in &cs.pairs {
-        let (a, b) = (pair.a as usize, pair.b as usize);
-        let cached = |i: usize| {
-            let shape = w.props[i].shape as usize;
-            Posed {
-                world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
-                groups: &cs.groups[cs.groups_start[shape] as usize..cs.groups_start[shape + 1] as usize],
-                ..posed(i)
-            }
-        };
-        let (pa, pb) = (cached(a), cached(b));
-        let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
         let key = (pair.a, pair.b);
         while cs.previous_separated.get(cursor).is_some_and(|(q, _)| (q.a, q.b) < key) {
             cursor += 1;
         }
-        let face = match cs.previous_separated.get(cursor) {
+        cs.pair_faces.push(match cs.previous_separated.get(cursor) {
             Some(&(q, face)) if (q.a, q.b) == key => face,
             _ => NO_FACE,
-        };
-        let (contact, face) = collide_cached(&pa, &pb, margin, face);
+        });
+    }
+    // Each pair on its own (split over threads), then the results in pair order.
+    let mut collided = std::mem::take(&mut cs.collided);
+    let cs_read = &*cs;
+    let one = |(pair, &face): (&GpuPair, &u32)| collide_pair(w, cs_read, *pair, face);
+    if cs.parallel {
+        cs.pairs.par_iter().zip(&cs.pair_faces).with_min_len(64).map(one).collect_into_vec(&mut collided);
+    } else {
+        collided.clear();
+        collided.extend(cs.pairs.iter().zip(&cs.pair_faces).map(one));
+    }
+    for (pair, &(m, face)) in cs.pairs.iter().zip(&collided) {
         if face != NO_FACE {
             cs.separated.push((*pair, face));
         }
-        if contact.count == 0 {
-            continue;
+        if m.count > 0 {
+            cs.manifolds.push(m);
         }
-        let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
-        let n = contact.normal;
-        // Relative acceleration along the normal when only one side falls.
-        let gravity_n =
-            n.dot(p.gravity) * ((dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32));
-        let old =
-            cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
-        let mut m = GpuManifold {
-            body_a: pair.a,
-            body_b: pair.b,
-            count: contact.count as u32,
-            color: old.map_or(OVERFLOW_COLOR, |o| o.color),
-            normal: n,
-            friction: (w.props[a].friction * w.props[b].friction).sqrt(),
-            restitution: w.props[a].restitution.max(w.props[b].restitution),
-            radius_a: pa.shape.radius,
-            radius_b: pb.shape.radius,
-            ..GpuManifold::default()
-        };
-        for (k, c) in contact.points[..contact.count].iter().enumerate() {
-            let (ra, rb) = (c.core_a + n * m.radius_a, c.core_b - n * m.radius_b);
-            let vn = n.dot(
-                (bb.linear_velocity + bb.angular_velocity.cross(rb))
-                    - (ba.linear_velocity + ba.angular_velocity.cross(ra)),
-            );
-            m.points[k] = GpuManifoldPoint {
-                core_a: c.core_a,
-                base_separation: c.separation - n.dot(c.core_b - c.core_a),
-                core_b: c.core_b,
-                approach_velocity: super::stages::approach_velocity(vn, c.separation, gravity_n),
-                key: c.key,
-                ..GpuManifoldPoint::default()
-            };
-        }
-        if let Some(old) = old {
-            warm_start(old, &mut m, p.warm_start_scale);
-        }
-        cs.manifolds.push(m);
     }
+    cs.collided = collided;
+}
+
+/// The manifold of one candidate pair (`count` 0: no contact) with its warm start, and the
+/// face that keeps it apart or `NO_FACE`; `face` is last step's.
+fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32) -> (GpuManifold, u32) {
+    let p = w.params;
+    let (a, b) = (pair.a as usize, pair.b as usize);
+    let cached = |i: usize| {
+        let shape = w.props[i].shape as usize;
+        Posed {
+            world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
+            groups: &cs.groups[cs.groups_start[shape] as usize..cs.groups_start[shape + 1] as usize],
+            ..Posed::new(&w.shapes[shape], w.bodies[i].position, w.bodies[i].orientation, w.geometry, w.topology)
+        }
+    };
+    let (pa, pb) = (cached(a), cached(b));
+    let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
+    let (contact, face) = collide_cached(&pa, &pb, margin, face);
+    if contact.count == 0 {
+        return (GpuManifold::default(), face);
+    }
+    let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
+    let n = contact.normal;
+    // Relative acceleration along the normal when only one side falls.
+    let gravity_n = n.dot(p.gravity) * ((dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32));
+    let old =
+        cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
+    let mut m = GpuManifold {
+        body_a: pair.a,
+        body_b: pair.b,
+        count: contact.count as u32,
+        color: old.map_or(OVERFLOW_COLOR, |o| o.color),
+        normal: n,
+        friction: (w.props[a].friction * w.props[b].friction).sqrt(),
+        restitution: w.props[a].restitution.max(w.props[b].restitution),
+        radius_a: pa.shape.radius,
+        radius_b: pb.shape.radius,
+        ..GpuManifold::default()
+    };
+    for (k, c) in contact.points[..contact.count].iter().enumerate() {
+        let (ra, rb) = (c.core_a + n * m.radius_a, c.core_b - n * m.radius_b);
+        let vn = n.dot(
+            (bb.linear_velocity + bb.angular_velocity.cross(rb)) - (ba.linear_velocity + ba.angular_velocity.cross(ra)),
+        );
+        m.points[k] = GpuManifoldPoint {
+            core_a: c.core_a,
+            base_separation: c.separation - n.dot(c.core_b - c.core_a),
+            core_b: c.core_b,
+            approach_velocity: super::stages::approach_velocity(vn, c.separation, gravity_n),
+            key: c.key,
+            ..GpuManifoldPoint::default()
+        };
+    }
+    if let Some(old) = old {
+        warm_start(old, &mut m, p.warm_start_scale);
+    }
+    (m, face)
 }
 
 /// Seeds a new manifold's impulses from last step's manifold of the same pair: each point
@@ -648,6 +675,7 @@ pub(crate) enum Pass {
 /// after [`color`] in a step; the caller says [`ContactState::positions_moved`] whenever
 /// bodies move between passes and ends the step's passes with [`finish_step`].
 pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
+    cs.pass_out.resize(cs.solving.len(), [Vec3::ZERO; 4]);
     if cs.solving.is_empty() {
         return;
     }
@@ -667,39 +695,34 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if matches!(pass, Pass::WarmStart) {
         warm_start_bodies(cs);
     } else {
+        let w = &*w;
         for c in 0..colors {
-            let (mut k, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-            while k < end {
-                // Sweeps over four manifolds that cannot bounce go four at a time (bit-identical).
-                if let Pass::Solve(use_bias) = pass
-                    && k + 4 <= end
-                    && let [m0, m1, m2, m3] = &mut cs.solving[k..k + 4]
-                    && [&*m0, &*m1, &*m2, &*m3].iter().all(|m| m.restitution <= 0.0)
-                {
-                    let q = &cs.prepared[k..k + 4];
-                    super::lanes::solve4(
-                        p,
-                        [m0, m1, m2, m3],
-                        [&q[0], &q[1], &q[2], &q[3]],
-                        &mut cs.motions,
-                        &cs.dynamic,
-                        (statics, contacts),
-                        use_bias,
-                    );
-                    k += 4;
-                    continue;
-                }
-                let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
-                let (mut ma, mut mb) = (cs.motions[a], cs.motions[b]);
-                manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, false);
+            let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
+            let (solving, prepared) = (&mut cs.solving[start..end], &cs.prepared[start..end]);
+            let out = &mut cs.pass_out[start..end];
+            let chunk = |solving: &mut [GpuManifold], prepared: &[Prepared], out: &mut [[Vec3; 4]]| {
+                solve_run(w, solving, prepared, &cs.motions, (statics, contacts), pass, out);
+            };
+            // The manifolds of a color share no dynamic body: split over threads, each run
+            // reads the velocities before the color and writes its own, the same bits.
+            if cs.parallel && end - start >= 2 * cs.run {
+                solving
+                    .par_chunks_mut(cs.run)
+                    .zip(prepared.par_chunks(cs.run))
+                    .zip(out.par_chunks_mut(cs.run))
+                    .for_each(|((s, q), o)| chunk(s, q, o));
+            } else {
+                chunk(solving, prepared, out);
+            }
+            for (m, o) in cs.solving[start..end].iter().zip(&cs.pass_out[start..end]) {
+                let (a, b) = (m.body_a as usize, m.body_b as usize);
                 // Only dynamic bodies change: a static or kinematic one keeps its velocity.
                 if cs.dynamic[a] {
-                    cs.motions[a] = ma;
+                    (cs.motions[a].v, cs.motions[a].w) = (o[0], o[1]);
                 }
                 if cs.dynamic[b] {
-                    cs.motions[b] = mb;
+                    (cs.motions[b].v, cs.motions[b].w) = (o[2], o[3]);
                 }
-                k += 1;
             }
         }
         jacobi(w, cs, pass);
@@ -709,6 +732,55 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             w.bodies[i].linear_velocity = m.v;
             w.bodies[i].angular_velocity = m.w;
         }
+    }
+}
+
+/// Manifolds of one color per task when a color's pass is split over threads (larger runs
+/// amortise a task's cost, smaller ones balance the threads); colors shorter than two runs
+/// stay on one thread.
+const PARALLEL_RUN: usize = 256;
+
+/// One pass over a run of manifolds of one color, from the bodies' `motions` before the color:
+/// writes each manifold's bodies' velocities after its pass to `out` (v_a, ω_a, v_b, ω_b),
+/// which the caller stores for the dynamic ones. The manifolds of a color share no
+/// dynamic body, so no manifold of the run reads what another writes.
+#[allow(clippy::too_many_arguments)]
+fn solve_run(
+    w: &BodyView,
+    solving: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    pass: Pass,
+    out: &mut [[Vec3; 4]],
+) {
+    let p = w.params;
+    let mut k = 0;
+    while k < solving.len() {
+        // Sweeps over four manifolds that cannot bounce go four at a time (bit-identical).
+        if let Pass::Solve(use_bias) = pass
+            && k + 4 <= solving.len()
+            && let [m0, m1, m2, m3] = &mut solving[k..k + 4]
+            && [&*m0, &*m1, &*m2, &*m3].iter().all(|m| m.restitution <= 0.0)
+        {
+            let q = &prepared[k..k + 4];
+            super::lanes::solve4(
+                p,
+                [m0, m1, m2, m3],
+                [&q[0], &q[1], &q[2], &q[3]],
+                motions,
+                softs,
+                use_bias,
+                &mut out[k..k + 4],
+            );
+            k += 4;
+            continue;
+        }
+        let m = &mut solving[k];
+        let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
+        manifold_pass(w, m, &prepared[k], &mut ma, &mut mb, pass, false);
+        out[k] = [ma.v, ma.w, mb.v, mb.w];
+        k += 1;
     }
 }
 
@@ -769,10 +841,20 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     let n = w.params.body_count as usize;
     cs.dynamic.clear();
     cs.dynamic.extend(w.props[..n].iter().map(dynamic));
-    cs.inertia.clear();
-    cs.inertia.extend(w.bodies[..n].iter().zip(&w.props[..n]).map(|(b, props)| {
+    let inertia = |(b, props): (&GpuBody, &GpuBodyProps)| {
         if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO }
-    }));
+    };
+    cs.inertia.clear();
+    if cs.parallel {
+        w.bodies[..n]
+            .par_iter()
+            .zip(&w.props[..n])
+            .with_min_len(4 * PARALLEL_RUN)
+            .map(inertia)
+            .collect_into_vec(&mut cs.inertia);
+    } else {
+        cs.inertia.extend(w.bodies[..n].iter().zip(&w.props[..n]).map(inertia));
+    }
     let motion = |i: usize| Motion {
         inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
         inv_inertia: cs.inertia[i],
@@ -787,7 +869,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         k: [[0.0; 4]; 4],
     };
     cs.prepared.resize(cs.solving.len(), empty);
-    for (m, p) in cs.solving.iter().zip(&mut cs.prepared) {
+    let one = |(m, p): (&GpuManifold, &mut Prepared)| {
         let (ma, mb) = (motion(m.body_a as usize), motion(m.body_b as usize));
         let n = m.normal;
         (p.t1, p.t2) = tangent_basis(n);
@@ -795,6 +877,11 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
             p.geo[k] = geometry(w, m, &m.points[k]);
             p.k[k] = effective_masses(&ma, &mb, &p.geo[k], n, p.t1, p.t2);
         }
+    };
+    if cs.parallel {
+        cs.solving.par_iter().zip(&mut cs.prepared).with_min_len(PARALLEL_RUN).for_each(one);
+    } else {
+        cs.solving.iter().zip(&mut cs.prepared).for_each(one);
     }
     cs.prepared_valid = true;
 }
@@ -813,7 +900,7 @@ fn effective_masses(ma: &Motion, mb: &Motion, g: &Geometry, n: Vec3, t1: Vec3, t
 /// manifold works on sub-bodies carrying `1/n` of its bodies' mass and inertia (`n` overflow
 /// manifolds on that body), all from the same velocities; then each body takes the average of
 /// its sub-bodies' velocities. Gathered per body: no scatter, no float atomics.
-fn jacobi(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
+fn jacobi(w: &BodyView, cs: &mut ContactState, pass: Pass) {
     let colors = w.params.max_colors as usize;
     let start = cs.color_offsets[colors] as usize;
     let overflow = cs.colored.len() - start;
@@ -1319,15 +1406,25 @@ mod tests {
                     let (mut four, mut four_motions) = (cs.solving[k..k + 4].to_vec(), motions.clone());
                     let [m0, m1, m2, m3] = &mut four[..] else { unreachable!() };
                     let q = &cs.prepared[k..k + 4];
+                    let mut out = [[Vec3::ZERO; 4]; 4];
                     super::super::lanes::solve4(
                         p,
                         [m0, m1, m2, m3],
                         [&q[0], &q[1], &q[2], &q[3]],
-                        &mut four_motions,
-                        &cs.dynamic,
+                        &motions,
                         softs,
                         use_bias,
+                        &mut out,
                     );
+                    for (m, o) in four.iter().zip(&out) {
+                        let (a, b) = (m.body_a as usize, m.body_b as usize);
+                        if cs.dynamic[a] {
+                            (four_motions[a].v, four_motions[a].w) = (o[0], o[1]);
+                        }
+                        if cs.dynamic[b] {
+                            (four_motions[b].v, four_motions[b].w) = (o[2], o[3]);
+                        }
+                    }
                     assert_eq!(
                         bytemuck::cast_slice::<_, u32>(&one),
                         bytemuck::cast_slice::<_, u32>(&four),

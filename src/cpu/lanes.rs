@@ -216,16 +216,16 @@ fn centroid_step(
 
 /// A biased (`use_bias`) or relax sweep over four manifolds of one color, none of which can
 /// bounce and none split, with their prepared data and the soft coefficients against static
-/// geometry and between bodies (`softs`); `motions` are every body's, and only dynamic
-/// bodies' (`dynamic`) are written back.
+/// geometry and between bodies (`softs`); `motions` are every body's before the sweep, and
+/// `out[l]` gets lane `l`'s velocities after it (v_a, ω_a, v_b, ω_b).
 pub(super) fn solve4(
     p: &StepParams,
     manifolds: [&mut GpuManifold; 4],
     prepared: [&Prepared; 4],
-    motions: &mut [Motion],
-    dynamic: &[bool],
+    motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
+    out: &mut [[Vec3; 4]],
 ) {
     let (statics, contacts) = softs;
     let [m0, m1, m2, m3] = manifolds;
@@ -345,11 +345,6 @@ pub(super) fn solve4(
             q.tangent_impulse_2 = c.tangent_impulse_2[l];
             q.max_normal_impulse = c.max_normal_impulse[l];
         }
-        for (i, side) in [(a[l], &ma), (b[l], &mb)] {
-            if dynamic[i] {
-                motions[i].v = side.v.lane(l);
-                motions[i].w = side.w.lane(l);
-            }
-        }
+        out[l] = [ma.v.lane(l), ma.w.lane(l), mb.v.lane(l), mb.w.lane(l)];
     }
 }

@@ -50,6 +50,8 @@ pub struct CpuSolver {
     contacts_state: ContactState,
     steps: u64,
     stage_times: StageTimes,
+    /// The worker threads, when there are several (see [`crate::SolverSettings::cpu_threads`]).
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
 }
 
 impl CpuSolver {
@@ -58,6 +60,28 @@ impl CpuSolver {
         let Packed { params, bodies, props, shapes, geometry, topology, colliders, particles, frames, slot_count } =
             Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
+        let threads = match world.desc().solver.cpu_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n as usize,
+        };
+        // A pool that cannot start leaves the solver on the calling thread, with the same results.
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("signorini-cpu-{i}"))
+                    .build()
+            })
+            .and_then(|built| {
+                built
+                    .map_err(|e| {
+                        log::warn!("the CPU solver runs on one thread: its {threads} workers did not start: {e}")
+                    })
+                    .ok()
+            })
+            .map(std::sync::Arc::new);
+        let mut contacts_state = ContactState::new(grid);
+        contacts_state.parallel = pool.is_some();
         Ok(Self {
             solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
             contacts: vec![GpuStaticContact::default(); slot_count as usize],
@@ -71,9 +95,10 @@ impl CpuSolver {
             particles,
             particle_grid: Default::default(),
             frames,
-            contacts_state: ContactState::new(grid),
+            contacts_state,
             steps: 0,
             stage_times: StageTimes::default(),
+            pool,
         })
     }
 
@@ -153,14 +178,9 @@ impl CpuSolver {
         let count = self.bodies.len() as u32;
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
     }
-}
 
-impl Solver for CpuSolver {
-    fn backend(&self) -> String {
-        "cpu".into()
-    }
-
-    fn step(&mut self) {
+    /// One step on the calling thread (inside the pool, when there is one).
+    fn step_here(&mut self) {
         let p = self.params;
         let bodies = p.body_contacts != 0;
         let mut t = StageTimes::default();
@@ -230,6 +250,19 @@ impl Solver for CpuSolver {
         laps.lap(&mut t.solve);
         self.stage_times = t;
         self.steps += 1;
+    }
+}
+
+impl Solver for CpuSolver {
+    fn backend(&self) -> String {
+        "cpu".into()
+    }
+
+    fn step(&mut self) {
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.step_here()),
+            None => self.step_here(),
+        }
     }
 
     /// Wall clock of the last step's stage groups (zero before the first step).
@@ -333,6 +366,45 @@ mod tests {
         }
         assert_eq!(t.total(), t.broad_phase + t.narrow_phase + t.coloring + t.solve + t.integrate + t.particles);
         assert_eq!(timed.raw_bodies(), reference.raw_bodies(), "timing must not change the step");
+    }
+
+    /// Every stage that splits its work over threads splits independent items, so any thread
+    /// count gives the same bits: mixed shapes, some bouncy (the manifold-at-a-time passes),
+    /// with runs of 8 so that every color's passes split.
+    #[test]
+    fn thread_counts_give_the_same_bits() {
+        let run = |threads: u32| {
+            let mut desc = bench_desc();
+            desc.solver.cpu_threads = threads;
+            let mut world = crate::World::new(desc).expect("world");
+            let side = crate::scenes::add_container(&mut world, 400).expect("container");
+            let mut rng = crate::scenes::Lcg(5);
+            for i in 0..400 {
+                let e = if i % 5 == 0 { 0.6 } else { 0.0 };
+                let body = crate::scenes::mixed_body(&mut rng, i).position(crate::scenes::rain_cell(i, side));
+                world.add_body(body.restitution(e)).expect("body");
+            }
+            let mut solver = CpuSolver::new(&world).expect("cpu");
+            assert_eq!(solver.contacts_state.parallel, threads > 1);
+            solver.contacts_state.run = 8;
+            solver.step_many(60);
+            let colors = solver.color_buckets().0.iter().map(Vec::len).max().unwrap_or(0);
+            (solver.raw_bodies().to_vec(), solver.manifolds().to_vec(), colors)
+        };
+        let (one, manifolds, largest_color) = run(1);
+        assert!(
+            manifolds.len() > 300 && largest_color >= 16,
+            "{} manifolds, largest color {largest_color}",
+            manifolds.len()
+        );
+        for threads in [2, 3] {
+            let (bodies, m, _) = run(threads);
+            assert!(bodies == one, "{threads} threads: body states differ");
+            assert!(
+                bytemuck::cast_slice::<_, u32>(&m) == bytemuck::cast_slice::<_, u32>(&manifolds),
+                "{threads} threads: manifolds differ"
+            );
+        }
     }
 
     #[test]
