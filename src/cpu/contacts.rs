@@ -95,8 +95,8 @@ pub(crate) struct ContactState {
     /// Whether the stages split their work over the worker threads of the solver's pool
     /// (rayon): set when there are several.
     pub parallel: bool,
-    /// Manifolds per task when a color's pass is split over threads ([`PARALLEL_RUN`]; tests
-    /// shorten it so that small scenes split too).
+    /// The fewest manifolds per task when a color's pass is split over threads
+    /// ([`PARALLEL_RUN`]; tests shorten it so that small scenes split too).
     pub run: usize,
 }
 
@@ -706,10 +706,13 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             // The manifolds of a color share no dynamic body: split over threads, each run
             // reads the velocities before the color and writes its own, the same bits.
             if cs.parallel && end - start >= 2 * cs.run {
+                // About four runs per thread, so that stealing evens out the threads, in
+                // multiples of four manifolds (the four-lane sweeps' groups).
+                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(4).max(cs.run);
                 solving
-                    .par_chunks_mut(cs.run)
-                    .zip(prepared.par_chunks(cs.run))
-                    .zip(out.par_chunks_mut(cs.run))
+                    .par_chunks_mut(run)
+                    .zip(prepared.par_chunks(run))
+                    .zip(out.par_chunks_mut(run))
                     .for_each(|((s, q), o)| chunk(s, q, o));
             } else {
                 chunk(solving, prepared, out);
@@ -735,10 +738,9 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     }
 }
 
-/// Manifolds of one color per task when a color's pass is split over threads (larger runs
-/// amortise a task's cost, smaller ones balance the threads); colors shorter than two runs
-/// stay on one thread.
-const PARALLEL_RUN: usize = 256;
+/// The fewest manifolds of one color per task when a color's pass is split over threads
+/// (a task costs a few microseconds); colors shorter than two runs stay on one thread.
+const PARALLEL_RUN: usize = 128;
 
 /// One pass over a run of manifolds of one color, from the bodies' `motions` before the color:
 /// writes each manifold's bodies' velocities after its pass to `out` (v_a, ω_a, v_b, ω_b),
