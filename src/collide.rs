@@ -66,7 +66,7 @@ pub(crate) struct Posed<'a> {
     pub topology: &'a [u32],
     /// The core points in the world and the face planes (unit normal, offset), as
     /// [`Posed::point`] and [`Posed::face_plane`] compute them, when the caller computed them
-    /// once for all of a body's pairs ([`Posed::world`]); else empty.
+    /// once for all of a body's pairs ([`Posed::world_into`]); else empty.
     pub world: &'a [Vec4],
     /// The core points in the body's frame four at a time, as (x, y, z) of four points, the
     /// last group padded with the last point ([`Posed::local_groups`]); else empty.
@@ -102,17 +102,26 @@ impl<'a> Posed<'a> {
         }
     }
 
-    /// Appends the world points, then the world face planes, of a polytope to `out`, bit for
-    /// bit what [`Posed::point`] and [`Posed::face_plane`] compute (nothing for other shapes).
-    pub fn world(&self, out: &mut Vec<Vec4>) {
+    /// How many entries [`Posed::world_into`] writes for `shape`.
+    pub fn world_len(shape: &GpuShape) -> u32 {
+        if shape.kind == SHAPE_POLYTOPE { shape.point_count + shape.face_count } else { 0 }
+    }
+
+    /// The world points, then the world face planes, of a polytope into `out`, which holds
+    /// [`Posed::world_len`] entries: bit for bit what [`Posed::point`] and
+    /// [`Posed::face_plane`] compute (nothing for other shapes).
+    pub fn world_into(&self, out: &mut [Vec4]) {
         if self.shape.kind != SHAPE_POLYTOPE {
             return;
         }
-        out.extend((0..self.shape.point_count).map(|k| self.point(k).extend(0.0)));
-        out.extend((0..self.shape.face_count).map(|f| {
-            let (n, offset) = self.face_plane(f);
-            n.extend(offset)
-        }));
+        let (points, planes) = out.split_at_mut(self.shape.point_count as usize);
+        for (k, x) in points.iter_mut().enumerate() {
+            *x = self.point(k as u32).extend(0.0);
+        }
+        for (f, x) in planes.iter_mut().enumerate() {
+            let (n, offset) = self.face_plane(f as u32);
+            *x = n.extend(offset);
+        }
     }
     /// Core point `k` in the body's frame (principal, about the centre of mass).
     fn local_point(&self, k: u32) -> Vec3 {
@@ -1098,8 +1107,10 @@ mod tests {
         let m = collide(&posed(0), &posed(1), 0.02);
         // World points and planes computed once per body give the same contacts bit for bit.
         let (mut world_a, mut world_b) = (Vec::new(), Vec::new());
-        posed(0).world(&mut world_a);
-        posed(1).world(&mut world_b);
+        world_a.resize(Posed::world_len(posed(0).shape) as usize, Vec4::ZERO);
+        world_b.resize(Posed::world_len(posed(1).shape) as usize, Vec4::ZERO);
+        posed(0).world_into(&mut world_a);
+        posed(1).world_into(&mut world_b);
         let (mut groups_a, mut groups_b) = (Vec::new(), Vec::new());
         Posed::local_groups(posed(0).shape, &packed.geometry, &mut groups_a);
         Posed::local_groups(posed(1).shape, &packed.geometry, &mut groups_b);

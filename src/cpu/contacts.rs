@@ -44,7 +44,7 @@ pub(crate) struct ContactState {
     separated: Vec<(GpuPair, u32)>,
     previous_separated: Vec<(GpuPair, u32)>,
     /// The polytopes' points and face planes in the world, per body from `world_start[i]` to
-    /// `world_start[i + 1]` (see [`Posed::world`]): filled by the broad phase, read by it and
+    /// `world_start[i + 1]` (see [`Posed::world_into`]): filled by the broad phase, read by it and
     /// by the narrow phase.
     world: Vec<Vec4>,
     world_start: Vec<u32>,
@@ -272,36 +272,48 @@ impl GridSpec {
     }
 }
 
-/// AABBs of every body (core points swept by the radius) grown by a margin of half the
-/// speculative distance plus the distance the body can travel in a step, then every pair
-/// whose boxes overlap and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
-/// grid over sorted cell keys and a list of large bodies (see [`GridSpec`]), or every pair in a
-/// tiny scene. The GPU runs the same grid with a radix sort and sorts its pairs; both produce
-/// exactly this list.
-pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
+/// Bodies split in halves until this few, when a stage's bodies go over threads.
+const PARALLEL_BODIES: usize = 512;
+
+/// The world points and planes (`world`, from `world_start[first]` on) and the bounds of bodies
+/// `first..first + aabb_min.len()`, each body on its own: split in halves over threads when
+/// `parallel`.
+fn body_bounds(
+    w: &BodyView,
+    first: usize,
+    world_start: &[u32],
+    world: &mut [Vec4],
+    aabb_min: &mut [Vec4],
+    aabb_max: &mut [Vec3],
+    parallel: bool,
+) {
+    let count = aabb_min.len();
+    if parallel && count > PARALLEL_BODIES {
+        let half = count / 2;
+        let split = (world_start[first + half] - world_start[first]) as usize;
+        let (world_lo, world_hi) = world.split_at_mut(split);
+        let (min_lo, min_hi) = aabb_min.split_at_mut(half);
+        let (max_lo, max_hi) = aabb_max.split_at_mut(half);
+        rayon::join(
+            || body_bounds(w, first, world_start, world_lo, min_lo, max_lo, parallel),
+            || body_bounds(w, first + half, world_start, world_hi, min_hi, max_hi, parallel),
+        );
+        return;
+    }
     let p = w.params;
-    let n = p.body_count as usize;
-    cs.aabb_min.clear();
-    cs.aabb_max.clear();
-    // Each polytope's world points and face planes, for its bounds here and for all of its
-    // pairs in the narrow phase (`collide_pairs`), which runs at the same positions.
-    cs.world.clear();
-    cs.world_start.clear();
-    for i in 0..n {
+    let base = world_start[first] as usize;
+    for (k, (lo_out, hi_out)) in aabb_min.iter_mut().zip(aabb_max.iter_mut()).enumerate() {
+        let i = first + k;
         let b = &w.bodies[i];
         let sh = &w.shapes[w.props[i].shape as usize];
-        let start = cs.world.len();
-        cs.world_start.push(start as u32);
-        Posed::new(sh, b.position, b.orientation, w.geometry, w.topology).world(&mut cs.world);
-        let cached = cs.world.len() > start;
+        let start = world_start[i] as usize - base;
+        let own = &mut world[start..world_start[i + 1] as usize - base];
+        Posed::new(sh, b.position, b.orientation, w.geometry, w.topology).world_into(own);
+        let cached = !own.is_empty();
         let (mut lo, mut hi, mut reach) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN), 0.0_f32);
         for k in 0..sh.point_count {
             let local = w.geometry[(sh.first_point + k) as usize].truncate();
-            let x = if cached {
-                cs.world[start + k as usize].truncate()
-            } else {
-                b.position + rotate(b.orientation, local)
-            };
+            let x = if cached { own[k as usize].truncate() } else { b.position + rotate(b.orientation, local) };
             lo = lo.min(x);
             hi = hi.max(x);
             reach = reach.max(local.length());
@@ -312,10 +324,37 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         let spin = p.dt * (b.angular_velocity.length() * (reach + sh.radius));
         let travel = p.dt * (b.linear_velocity.length() + b.angular_velocity.length() * (reach + sh.radius));
         let margin = 0.5 * p.speculative_distance + travel;
-        cs.aabb_min.push((lo - Vec3::splat(sh.radius + margin)).extend(spin));
-        cs.aabb_max.push(hi + Vec3::splat(sh.radius + margin));
+        *lo_out = (lo - Vec3::splat(sh.radius + margin)).extend(spin);
+        *hi_out = hi + Vec3::splat(sh.radius + margin);
     }
-    cs.world_start.push(cs.world.len() as u32);
+}
+
+/// AABBs of every body (core points swept by the radius) grown by a margin of half the
+/// speculative distance plus the distance the body can travel in a step, then every pair
+/// whose boxes overlap and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
+/// grid over sorted cell keys and a list of large bodies (see [`GridSpec`]), or every pair in a
+/// tiny scene. The GPU runs the same grid with a radix sort and sorts its pairs; both produce
+/// exactly this list.
+pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
+    let p = w.params;
+    let n = p.body_count as usize;
+    // Each polytope's world points and face planes, for its bounds here and for all of its
+    // pairs in the narrow phase (`collide_pairs`), which runs at the same positions.
+    cs.world_start.clear();
+    let mut total = 0;
+    for props in &w.props[..n] {
+        cs.world_start.push(total);
+        total += Posed::world_len(&w.shapes[props.shape as usize]);
+    }
+    cs.world_start.push(total);
+    cs.world.clear();
+    cs.world.resize(total as usize, Vec4::ZERO);
+    cs.aabb_min.clear();
+    cs.aabb_min.resize(n, Vec4::ZERO);
+    cs.aabb_max.clear();
+    cs.aabb_max.resize(n, Vec3::ZERO);
+    let parallel = cs.parallel;
+    body_bounds(w, 0, &cs.world_start, &mut cs.world, &mut cs.aabb_min, &mut cs.aabb_max, parallel);
     let overlaps = |cs: &ContactState, i: usize, j: usize| {
         let (lo_i, hi_i, lo_j, hi_j) =
             (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);

@@ -127,6 +127,7 @@ impl CpuSolver {
             colliders: &self.colliders,
             solver_bodies: &mut self.solver_bodies,
             contacts: &mut self.contacts,
+            parallel: self.pool.is_some(),
         }
     }
 
@@ -369,17 +370,19 @@ mod tests {
     }
 
     /// Every stage that splits its work over threads splits independent items, so any thread
-    /// count gives the same bits: mixed shapes, some bouncy (the manifold-at-a-time passes),
-    /// with runs of 8 so that every color's passes split.
+    /// count gives the same bits: 1,100 mixed shapes, some bouncy (the manifold-at-a-time
+    /// passes), in an open box with a tilted plane across it (the per-body plane stages split
+    /// their bodies), with runs of 8 so that every color's passes split.
     #[test]
     fn thread_counts_give_the_same_bits() {
         let run = |threads: u32| {
             let mut desc = bench_desc();
             desc.solver.cpu_threads = threads;
             let mut world = crate::World::new(desc).expect("world");
-            let side = crate::scenes::add_container(&mut world, 400).expect("container");
+            let side = crate::scenes::add_container(&mut world, 1100).expect("container");
+            world.add_plane(crate::Plane::new(Vec3::new(0.1, 1.0, 0.0), 0.3).restitution(0.3)).expect("plane");
             let mut rng = crate::scenes::Lcg(5);
-            for i in 0..400 {
+            for i in 0..1100 {
                 let e = if i % 5 == 0 { 0.6 } else { 0.0 };
                 let body = crate::scenes::mixed_body(&mut rng, i).position(crate::scenes::rain_cell(i, side));
                 world.add_body(body.restitution(e)).expect("body");
@@ -389,16 +392,17 @@ mod tests {
             solver.contacts_state.run = 8;
             solver.step_many(60);
             let colors = solver.color_buckets().0.iter().map(Vec::len).max().unwrap_or(0);
-            (solver.raw_bodies().to_vec(), solver.manifolds().to_vec(), colors)
+            let on_plane = solver.contacts.iter().filter(|c| c.in_contact != 0).count();
+            (solver.raw_bodies().to_vec(), solver.manifolds().to_vec(), colors, on_plane)
         };
-        let (one, manifolds, largest_color) = run(1);
+        let (one, manifolds, largest_color, on_plane) = run(1);
         assert!(
-            manifolds.len() > 300 && largest_color >= 16,
-            "{} manifolds, largest color {largest_color}",
+            manifolds.len() > 300 && largest_color >= 16 && on_plane > 300,
+            "{} manifolds, largest color {largest_color}, {on_plane} plane contacts",
             manifolds.len()
         );
         for threads in [2, 3] {
-            let (bodies, m, _) = run(threads);
+            let (bodies, m, _, _) = run(threads);
             assert!(bodies == one, "{threads} threads: body states differ");
             assert!(
                 bytemuck::cast_slice::<_, u32>(&m) == bytemuck::cast_slice::<_, u32>(&manifolds),

@@ -3,6 +3,7 @@
 //! is a loop over bodies whose body is the kernel's body, in the same order of operations.
 
 use glam::{Mat3, Quat, Vec3};
+use rayon::prelude::*;
 
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuCollider, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_DYNAMIC, KIND_STATIC,
@@ -24,6 +25,59 @@ pub(crate) struct Buffers<'a> {
     pub colliders: &'a [GpuCollider],
     pub solver_bodies: &'a mut [GpuSolverBody],
     pub contacts: &'a mut [GpuStaticContact],
+    /// Whether stages whose bodies are independent split them over the solver's threads.
+    pub parallel: bool,
+}
+
+/// Bodies per task when a stage splits its bodies over threads.
+const PARALLEL_BODIES: usize = 512;
+
+/// Runs `f(i, body, solver body, its static-contact slots)` for bodies `first..` (as many as
+/// `bodies` holds), whose slots start at slot `slot_base` in `contacts`. A body's slots run from
+/// its `slot_offset` to the next body's (only dynamic bodies have any), so a run of bodies owns
+/// a run of slots: split in halves over threads when `parallel`, each body on its own.
+#[allow(clippy::too_many_arguments)]
+fn for_each_body<F>(
+    first: usize,
+    bodies: &mut [GpuBody],
+    solver_bodies: &mut [GpuSolverBody],
+    contacts: &mut [GpuStaticContact],
+    slot_base: usize,
+    props: &[GpuBodyProps],
+    parallel: bool,
+    f: &F,
+) where
+    F: Fn(usize, &mut GpuBody, &mut GpuSolverBody, &mut [GpuStaticContact]) + Sync,
+{
+    let count = bodies.len();
+    if parallel && count > PARALLEL_BODIES {
+        let half = count / 2;
+        let split = props[first + half].slot_offset as usize - slot_base;
+        let (bodies_lo, bodies_hi) = bodies.split_at_mut(half);
+        let (solver_lo, solver_hi) = solver_bodies.split_at_mut(half);
+        let (contacts_lo, contacts_hi) = contacts.split_at_mut(split);
+        rayon::join(
+            || for_each_body(first, bodies_lo, solver_lo, contacts_lo, slot_base, props, parallel, f),
+            || for_each_body(first + half, bodies_hi, solver_hi, contacts_hi, slot_base + split, props, parallel, f),
+        );
+        return;
+    }
+    for (k, (b, sb)) in bodies.iter_mut().zip(solver_bodies.iter_mut()).enumerate() {
+        let i = first + k;
+        let start = props[i].slot_offset as usize - slot_base;
+        let end = if k + 1 < count { props[i + 1].slot_offset as usize - slot_base } else { contacts.len() };
+        f(i, b, sb, &mut contacts[start..end]);
+    }
+}
+
+/// [`for_each_body`] over every body of `buf`.
+fn bodies_each<F>(buf: &mut Buffers, f: F)
+where
+    F: Fn(usize, &mut GpuBody, &mut GpuSolverBody, &mut [GpuStaticContact]) + Sync,
+{
+    let n = buf.params.body_count as usize;
+    let parallel = buf.parallel;
+    for_each_body(0, &mut buf.bodies[..n], &mut buf.solver_bodies[..n], buf.contacts, 0, buf.props, parallel, &f);
 }
 
 fn is_dynamic(props: &GpuBodyProps) -> bool {
@@ -38,16 +92,17 @@ fn is_dynamic(props: &GpuBodyProps) -> bool {
 /// world inverse inertia for the step and clears the step deltas of every body that moves.
 pub(crate) fn narrow_phase(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
-        let sh = buf.shapes[pr.shape as usize];
+    let (props, shapes, geometry, colliders) = (buf.props, buf.shapes, buf.geometry, buf.colliders);
+    bodies_each(buf, |i, body, solver_body, slots| {
+        let pr = props[i];
+        let sh = shapes[pr.shape as usize];
         if pr.kind == KIND_STATIC {
-            continue;
+            return;
         }
-        let b = buf.bodies[i];
+        let b = *body;
         let dynamic = is_dynamic(&pr);
         let inv_inertia_world = world_inverse_inertia(b.orientation, pr.inv_inertia);
-        buf.solver_bodies[i] = GpuSolverBody {
+        *solver_body = GpuSolverBody {
             inv_inertia_world: [
                 inv_inertia_world.x_axis.extend(0.0),
                 inv_inertia_world.y_axis.extend(0.0),
@@ -62,16 +117,16 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
             delta_rotation: Quat::IDENTITY,
         };
         if !dynamic {
-            continue;
+            return;
         }
         for collider_index in 0..p.collider_count {
-            let collider = buf.colliders[collider_index as usize];
+            let collider = colliders[collider_index as usize];
             let friction = (pr.friction * collider.friction).sqrt();
             let restitution = pr.restitution.max(collider.restitution);
             for k in 0..sh.point_count {
-                let slot = (pr.slot_offset + collider_index * sh.point_count + k) as usize;
-                let old = buf.contacts[slot];
-                let core = rotate(b.orientation, buf.geometry[(sh.first_point + k) as usize].truncate());
+                let slot = (collider_index * sh.point_count + k) as usize;
+                let old = slots[slot];
+                let core = rotate(b.orientation, geometry[(sh.first_point + k) as usize].truncate());
                 let (n, r, separation) = if collider.node_count == 0 {
                     let n = collider.normal;
                     let r = core - n * sh.radius;
@@ -79,7 +134,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 } else {
                     // The field's gradient at the core point is the normal of the nearest surface.
                     let (d, n) =
-                        evaluate_program(buf.geometry, collider.first_node, collider.node_count, b.position + core);
+                        evaluate_program(geometry, collider.first_node, collider.node_count, b.position + core);
                     (n, core - n * sh.radius, d - sh.radius)
                 };
                 let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
@@ -87,7 +142,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 if separation >= margin {
                     // Most slots stay empty step after step: write only when one empties.
                     if old.in_contact != 0 {
-                        buf.contacts[slot] = GpuStaticContact::default();
+                        slots[slot] = GpuStaticContact::default();
                     }
                     continue;
                 }
@@ -100,7 +155,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 let k11 = b.inv_mass + rt1.dot(inv_inertia_world * rt1);
                 let k12 = rt1.dot(inv_inertia_world * rt2);
                 let k22 = b.inv_mass + rt2.dot(inv_inertia_world * rt2);
-                buf.contacts[slot] = GpuStaticContact {
+                slots[slot] = GpuStaticContact {
                     anchor: r,
                     base_separation: separation - n.dot(core),
                     normal: n,
@@ -119,7 +174,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 };
             }
         }
-    }
+    });
 }
 
 /// The larger eigenvalue of the symmetric 2x2 matrix `[[a, b], [b, c]]`.
@@ -148,12 +203,11 @@ pub(crate) fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32
 /// tumbling box over 10 s.
 pub(crate) fn integrate_velocities(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
-        if !is_dynamic(&pr) {
-            continue;
+    let n = p.body_count as usize;
+    let one = |(b, pr): (&mut GpuBody, &GpuBodyProps)| {
+        if !is_dynamic(pr) {
+            return;
         }
-        let b = &mut buf.bodies[i];
         let h = p.h;
         let v = (b.linear_velocity + h * p.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
         let inertia = pr.inv_inertia.recip();
@@ -174,6 +228,11 @@ pub(crate) fn integrate_velocities(buf: &mut Buffers) {
         }
         b.linear_velocity = v;
         b.angular_velocity = w;
+    };
+    if buf.parallel {
+        buf.bodies[..n].par_iter_mut().zip(&buf.props[..n]).with_min_len(PARALLEL_BODIES).for_each(one);
+    } else {
+        buf.bodies[..n].iter_mut().zip(&buf.props[..n]).for_each(one);
     }
 }
 
@@ -182,19 +241,23 @@ pub(crate) fn integrate_velocities(buf: &mut Buffers) {
 /// too; static bodies do not.
 pub(crate) fn integrate_positions(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
+    let n = p.body_count as usize;
+    let one = |((b, sb), pr): ((&mut GpuBody, &mut GpuSolverBody), &GpuBodyProps)| {
         if pr.kind == KIND_STATIC {
-            continue;
+            return;
         }
-        let b = &mut buf.bodies[i];
         let dx = p.h * b.linear_velocity;
         let dq = quat_exp(p.h * b.angular_velocity);
         b.position += dx;
         b.orientation = quat_normalize(quat_mul(dq, b.orientation));
-        let sb = &mut buf.solver_bodies[i];
         sb.delta_position += dx;
         sb.delta_rotation = quat_normalize(quat_mul(dq, sb.delta_rotation));
+    };
+    let (bodies, solver_bodies, props) = (&mut buf.bodies[..n], &mut buf.solver_bodies[..n], &buf.props[..n]);
+    if buf.parallel {
+        bodies.par_iter_mut().zip(solver_bodies).zip(props).with_min_len(PARALLEL_BODIES).for_each(one);
+    } else {
+        bodies.iter_mut().zip(solver_bodies).zip(props).for_each(one);
     }
 }
 
@@ -318,16 +381,6 @@ fn common_normal(group: &[GpuStaticContact]) -> Option<Vec3> {
     active.all(|c| c.normal == n).then_some(n)
 }
 
-/// A body's static-contact slots: `collider_count * point_count` of them, collider-major.
-fn body_slots<'a>(
-    contacts: &'a mut [GpuStaticContact],
-    p: &StepParams,
-    pr: &GpuBodyProps,
-    sh: &GpuShape,
-) -> &'a mut [GpuStaticContact] {
-    &mut contacts[pr.slot_offset as usize..][..(p.collider_count * sh.point_count) as usize]
-}
-
 /// One projected Gauss-Seidel sweep over a body's static contacts (seeds 000 and 001): every
 /// normal impulse `a = max(0, a - m (v_n + bias))` with accumulated impulses, then every
 /// friction impulse clamped to the disk `|j_t| <= μ j_n`.
@@ -402,49 +455,49 @@ fn solve_contacts(
 /// per thread on the GPU: exact Gauss-Seidel for that body and no races.
 pub(crate) fn solve_static(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
-        let sh = buf.shapes[pr.shape as usize];
+    let (props, shapes, colliders) = (buf.props, buf.shapes, buf.colliders);
+    bodies_each(buf, |i, body, sb, slots| {
+        let pr = props[i];
+        let sh = shapes[pr.shape as usize];
         if !is_dynamic(&pr) {
-            continue;
+            return;
         }
-        let sb = buf.solver_bodies[i];
-        let mut m = motion(&buf.bodies[i], &sb);
+        let mut m = motion(body, sb);
         // Warm start: last substep's (or last step's) accumulated impulses.
-        for c in body_slots(buf.contacts, p, &pr, &sh).iter().filter(|c| c.in_contact != 0) {
+        for c in slots.iter().filter(|c| c.in_contact != 0) {
             let n = c.normal;
             let (t1, t2) = tangent_basis(n);
             m.apply(
-                lever(&sb, c, n, sh.radius),
+                lever(sb, c, n, sh.radius),
                 c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2,
             );
         }
         for _ in 0..p.iterations {
-            solve_contacts(p, &sb, buf.colliders, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, true);
+            solve_contacts(p, sb, colliders, slots, &sh, &mut m, true);
         }
-        buf.bodies[i].linear_velocity = m.v;
-        buf.bodies[i].angular_velocity = m.w;
-    }
+        body.linear_velocity = m.v;
+        body.angular_velocity = m.w;
+    });
 }
 
 /// `relax_iterations` sweeps without bias: removes the push-out velocity of the biased solve
 /// so that it does not turn into bounce (the soft step's relax stage).
 pub(crate) fn relax_static(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
-        let sh = buf.shapes[pr.shape as usize];
+    let (props, shapes, colliders) = (buf.props, buf.shapes, buf.colliders);
+    bodies_each(buf, |i, body, sb, slots| {
+        let pr = props[i];
+        let sh = shapes[pr.shape as usize];
         if !is_dynamic(&pr) {
-            continue;
+            return;
         }
-        let sb = buf.solver_bodies[i];
-        let mut m = motion(&buf.bodies[i], &sb);
+        let mut m = motion(body, sb);
         for _ in 0..p.relax_iterations {
-            solve_contacts(p, &sb, buf.colliders, body_slots(buf.contacts, p, &pr, &sh), &sh, &mut m, false);
+            solve_contacts(p, sb, colliders, slots, &sh, &mut m, false);
         }
-        buf.bodies[i].linear_velocity = m.v;
-        buf.bodies[i].angular_velocity = m.w;
-    }
+        body.linear_velocity = m.v;
+        body.angular_velocity = m.w;
+    });
 }
 
 /// Restitution after the substeps (seeds 001 and 002): Newton's law `v_n+ = -e v_n-` for the
@@ -457,17 +510,17 @@ pub(crate) fn relax_static(buf: &mut Buffers) {
 /// single frictionless contact Newton's law meets it exactly and `α = 1`.
 pub(crate) fn restitution(buf: &mut Buffers) {
     let p = buf.params;
-    for i in 0..p.body_count as usize {
-        let pr = buf.props[i];
-        let sh = buf.shapes[pr.shape as usize];
+    let (props, shapes) = (buf.props, buf.shapes);
+    bodies_each(buf, |i, body, sb, slots| {
+        let pr = props[i];
+        let sh = shapes[pr.shape as usize];
         if !is_dynamic(&pr) {
-            continue;
+            return;
         }
-        let sb = buf.solver_bodies[i];
-        let mut m = motion(&buf.bodies[i], &sb);
+        let mut m = motion(body, sb);
         let (v_solved, w_solved) = (m.v, m.w);
         let mut max_restitution = 0.0_f32;
-        for c in body_slots(buf.contacts, p, &pr, &sh).iter_mut() {
+        for c in slots.iter_mut() {
             if c.in_contact == 0
                 || c.restitution == 0.0
                 || c.approach_velocity > -p.restitution_threshold
@@ -476,7 +529,7 @@ pub(crate) fn restitution(buf: &mut Buffers) {
                 continue;
             }
             let n = c.normal;
-            let r = lever(&sb, c, n, sh.radius);
+            let r = lever(sb, c, n, sh.radius);
             let vn = n.dot(m.v + m.w.cross(r));
             let impulse = -c.normal_mass * (vn + c.restitution * c.approach_velocity);
             let new_impulse = (c.normal_impulse + impulse).max(0.0);
@@ -488,10 +541,10 @@ pub(crate) fn restitution(buf: &mut Buffers) {
             m.apply(r, applied * n);
         }
         if max_restitution == 0.0 {
-            continue;
+            return;
         }
         // Stronge bound: KE(α) = KE_solved + α B + α² A must not exceed KE_solved + e² ΔKE.
-        let b = buf.bodies[i];
+        let b = *body;
         let q = b.orientation;
         let ke_solved = kinetic_energy(b.inv_mass, pr.inv_inertia, q, v_solved, w_solved);
         let ke_start = sb.start_kinetic_energy + p.gravity.dot(sb.delta_position) / b.inv_mass;
@@ -504,13 +557,13 @@ pub(crate) fn restitution(buf: &mut Buffers) {
             let alpha = ((-bb + (bb * bb + 4.0 * a * budget).max(0.0).sqrt()) / (2.0 * a)).clamp(0.0, 1.0);
             m.v = v_solved + alpha * (m.v - v_solved);
             m.w = w_solved + alpha * (m.w - w_solved);
-            for c in body_slots(buf.contacts, p, &pr, &sh).iter_mut() {
+            for c in slots.iter_mut() {
                 c.normal_impulse -= (1.0 - alpha) * c.restitution_impulse;
             }
         }
-        buf.bodies[i].linear_velocity = m.v;
-        buf.bodies[i].angular_velocity = m.w;
-    }
+        body.linear_velocity = m.v;
+        body.angular_velocity = m.w;
+    });
 }
 
 /// One body's contribution to the step statistics (the `stats_partial` kernel's per-thread work).
