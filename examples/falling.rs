@@ -45,6 +45,9 @@ struct Args {
     /// Use the CPU reference solver even when a GPU is available.
     #[arg(long)]
     cpu: bool,
+    /// Worker threads of the CPU solver (default: one per core).
+    #[arg(long)]
+    cpu_threads: Option<u32>,
     /// Steps recorded per submission (the GPU runs them without a round trip to the CPU).
     #[arg(long, default_value_t = 30)]
     batch: u32,
@@ -64,6 +67,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Scene::LargePyramid | Scene::Rain => bench_desc(),
     };
     desc.solver.body_contacts = !args.planes_only;
+    if let Some(n) = args.cpu_threads {
+        desc.solver.cpu_threads = n;
+    }
     let world = match args.scene {
         Scene::Falling => falling_bodies(
             desc,
