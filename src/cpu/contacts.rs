@@ -92,6 +92,8 @@ pub(crate) struct ContactState {
     /// narrow phase found for it (a manifold when `count > 0`, the separating face).
     pair_faces: Vec<u32>,
     collided: Vec<(GpuManifold, u32)>,
+    /// Per run of sorted grid items, the broad phase's pairs before the merge.
+    pair_runs: Vec<Vec<GpuPair>>,
     /// Whether the stages split their work over the worker threads of the solver's pool
     /// (rayon): set when there are several.
     pub parallel: bool,
@@ -386,7 +388,11 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     }
     // The GPU's stable radix sort by hash keeps a cell's bodies in index order: sorting by
     // (hash, body) gives the same order without the stable sort's allocation.
-    cs.cells.sort_unstable();
+    if parallel {
+        cs.cells.par_sort_unstable();
+    } else {
+        cs.cells.sort_unstable();
+    }
     cs.sorted.clear();
     cs.sorted.extend(cs.cells.iter().map(|&[_, j]| {
         let j = j as usize;
@@ -400,50 +406,83 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
             cs.cell_start[key as usize] = k as u32;
         }
     }
-    for k in 0..n {
-        let [key, i] = cs.cells[k];
-        let iu = i as usize;
-        let me = cs.sorted[k];
-        if key < large_key {
-            let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
-            let to = grid.cell(cs.aabb_max[iu]);
-            // Two cells of the stencil may share a hash bucket: the pairs found twice go at the
-            // sort's dedup below.
-            for z in from[2]..=to[2].min(from[2] + 3) {
-                for y in from[1]..=to[1].min(from[1] + 3) {
-                    for x in from[0]..=to[0].min(from[0] + 3) {
-                        let h = grid.hash([x, y, z]);
-                        let mut e = cs.cell_start[h as usize] as usize;
-                        while e < n && cs.cells[e][0] == h {
-                            // `overlaps`, on the sorted copy.
-                            let o = cs.sorted[e];
-                            if o.body > i
-                                && o.lo.cmple(me.hi).all()
-                                && me.lo.cmple(o.hi).all()
-                                && (me.dynamic || o.dynamic)
-                            {
-                                cs.pairs.push(GpuPair { a: i, b: o.body });
-                            }
-                            e += 1;
+    // Each sorted item's pairs, in runs of items over the threads; the sort below makes the
+    // list independent of how the runs were cut.
+    let mut found = std::mem::take(&mut cs.pair_runs);
+    let runs = if parallel { 4 * rayon::current_num_threads() } else { 1 };
+    found.resize_with(runs, Vec::new);
+    let per_run = n.div_ceil(runs);
+    let scan = |(r, out): (usize, &mut Vec<GpuPair>)| {
+        out.clear();
+        for k in (r * per_run).min(n)..((r + 1) * per_run).min(n) {
+            grid_pairs(w, cs, k, out);
+        }
+    };
+    if parallel {
+        found.par_iter_mut().enumerate().for_each(scan);
+    } else {
+        found.iter_mut().enumerate().for_each(scan);
+    }
+    for run in &found {
+        cs.pairs.extend_from_slice(run);
+    }
+    cs.pair_runs = found;
+    if parallel {
+        cs.pairs.par_sort_unstable();
+    } else {
+        cs.pairs.sort_unstable();
+    }
+    cs.pairs.dedup();
+}
+
+/// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
+/// bodies after it in the cells its AABB can reach, and the large bodies.
+fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>) {
+    let n = cs.cells.len();
+    let grid = cs.grid;
+    let large_key = grid.hash_mask + 1;
+    let overlaps = |i: usize, j: usize| {
+        let (lo_i, hi_i, lo_j, hi_j) =
+            (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
+        lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
+    };
+    let [key, i] = cs.cells[k];
+    let iu = i as usize;
+    let me = cs.sorted[k];
+    if key < large_key {
+        let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
+        let to = grid.cell(cs.aabb_max[iu]);
+        // Two cells of the stencil may share a hash bucket: the pairs found twice go at
+        // `broad_phase`'s dedup.
+        for z in from[2]..=to[2].min(from[2] + 3) {
+            for y in from[1]..=to[1].min(from[1] + 3) {
+                for x in from[0]..=to[0].min(from[0] + 3) {
+                    let h = grid.hash([x, y, z]);
+                    let mut e = cs.cell_start[h as usize] as usize;
+                    while e < n && cs.cells[e][0] == h {
+                        // `overlaps`, on the sorted copy.
+                        let o = cs.sorted[e];
+                        if o.body > i && o.lo.cmple(me.hi).all() && me.lo.cmple(o.hi).all() && (me.dynamic || o.dynamic)
+                        {
+                            out.push(GpuPair { a: i, b: o.body });
                         }
+                        e += 1;
                     }
                 }
             }
-            for &j in &cs.large {
-                if overlaps(cs, iu, j as usize) {
-                    cs.pairs.push(GpuPair { a: i.min(j), b: i.max(j) });
-                }
+        }
+        for &j in &cs.large {
+            if overlaps(iu, j as usize) {
+                out.push(GpuPair { a: i.min(j), b: i.max(j) });
             }
-        } else {
-            for &j in &cs.large {
-                if j > i && overlaps(cs, iu, j as usize) {
-                    cs.pairs.push(GpuPair { a: i, b: j });
-                }
+        }
+    } else {
+        for &j in &cs.large {
+            if j > i && overlaps(iu, j as usize) {
+                out.push(GpuPair { a: i, b: j });
             }
         }
     }
-    cs.pairs.sort_unstable();
-    cs.pairs.dedup();
 }
 
 /// The distance within which a pair gets speculative contacts, m: the speculative distance,
@@ -779,7 +818,7 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
 
 /// The fewest manifolds of one color per task when a color's pass is split over threads
 /// (a task costs a few microseconds); colors shorter than two runs stay on one thread.
-const PARALLEL_RUN: usize = 128;
+const PARALLEL_RUN: usize = 48;
 
 /// One pass over a run of manifolds of one color, from the bodies' `motions` before the color:
 /// writes each manifold's bodies' velocities after its pass to `out` (v_a, ω_a, v_b, ω_b),
