@@ -87,6 +87,11 @@ pub fn color_graph(
     }
     resolve_conflicts(constraints, dynamic, colors, s);
     for round in 0..rounds {
+        // With every constraint colored and no conflict left, the remaining rounds change
+        // nothing (the GPU runs them all; here they are skipped).
+        if !colors.contains(&NO_COLOR) {
+            break;
+        }
         // Masks of the colors held on each body.
         for body in 0..bodies {
             let mut mask = 0;
