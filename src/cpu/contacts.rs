@@ -969,11 +969,21 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
 /// `k_n`, `k11`, `k12`, `k22` of a contact between `ma` and `mb` at `g`.
 #[inline]
 fn effective_masses(ma: &Motion, mb: &Motion, g: &Geometry, n: Vec3, t1: Vec3, t2: Vec3) -> [f32; 4] {
-    let k_n = ma.inv_mass + mb.inv_mass + ma.rotational(g.ra, n, n) + mb.rotational(g.rb, n, n);
-    let tangent = |d: Vec3, e: Vec3| {
-        d.dot(e) * (ma.inv_mass + mb.inv_mass) + ma.rotational(g.ra, d, e) + mb.rotational(g.rb, d, e)
+    // [`Motion::rotational`] for (n, n), (t1, t1), (t1, t2) and (t2, t2): the same products,
+    // each lever cross and inertia product computed once instead of once per entry.
+    let rotational = |m: &Motion, r: Vec3| {
+        let (rn, r1, r2) = (r.cross(n), r.cross(t1), r.cross(t2));
+        let (i1, i2) = (m.inv_inertia * r1, m.inv_inertia * r2);
+        [rn.dot(m.inv_inertia * rn), r1.dot(i1), r1.dot(i2), r2.dot(i2)]
     };
-    [k_n, tangent(t1, t1), tangent(t1, t2), tangent(t2, t2)]
+    let (a, b) = (rotational(ma, g.ra), rotational(mb, g.rb));
+    let inv_mass = ma.inv_mass + mb.inv_mass;
+    [
+        inv_mass + a[0] + b[0],
+        t1.dot(t1) * inv_mass + a[1] + b[1],
+        t1.dot(t2) * inv_mass + a[2] + b[2],
+        t2.dot(t2) * inv_mass + a[3] + b[3],
+    ]
 }
 
 /// The overflow, solved by mass-splitting Jacobi (Tonge, Benevolenski & Voroshilov 2012): every
