@@ -882,38 +882,70 @@ fn load_motions(w: &BodyView, cs: &mut ContactState) {
 /// depends on another's result). First each manifold that can bounce counts the work its own
 /// impulses do on its pair, from the velocities before any warm start (as if applied alone);
 /// then each dynamic body adds the impulses of its manifolds, in ascending order, point by
-/// point. Twin of `warm_start_work` and `warm_start_gather` in shaders/solve_contacts.wgsl.
+/// point (on worker threads, a gather per body; on one thread, a walk over the manifolds that
+/// makes the same additions in the same order). Twin of `warm_start_work` and
+/// `warm_start_gather` in shaders/solve_contacts.wgsl.
 fn warm_start_bodies(cs: &mut ContactState) {
     let impulse = |m: &GpuManifold, q: &Prepared, k: usize| {
         let c = &m.points[k];
         c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1 + c.tangent_impulse_2 * q.t2
     };
-    for (m, q) in cs.solving.iter_mut().zip(&cs.prepared) {
+    let motions = &cs.motions;
+    let work = |(m, q): (&mut GpuManifold, &Prepared)| {
         if m.restitution <= 0.0 {
-            continue;
+            return;
         }
-        let (mut ma, mut mb) = (cs.motions[m.body_a as usize], cs.motions[m.body_b as usize]);
+        let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
         for (k, g) in q.geo.iter().enumerate().take(m.count as usize) {
             let j = impulse(m, q, k);
             m.absorbed -= apply_at(&mut ma, &mut mb, g, j, true);
         }
+    };
+    if cs.parallel {
+        cs.solving.par_iter_mut().zip(&cs.prepared).with_min_len(4 * PARALLEL_RUN).for_each(work);
+    } else {
+        cs.solving.iter_mut().zip(&cs.prepared).for_each(work);
     }
-    // The GPU gathers per body over its manifolds in ascending order; going through the
-    // manifolds in that order (pair order) and applying each point to both bodies gives every
-    // body the same additions in the same order, so the same bits, with one visit per point.
-    for &k in &cs.slots {
-        let (m, q) = (&cs.solving[k as usize], &cs.prepared[k as usize]);
-        let (a, b) = (m.body_a as usize, m.body_b as usize);
-        for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
-            let j = impulse(m, q, p);
-            if cs.dynamic[a] {
-                cs.motions[a].apply(g.ra, -j);
-            }
-            if cs.dynamic[b] {
-                cs.motions[b].apply(g.rb, j);
+    if !cs.parallel {
+        // Through the manifolds in pair order, each point applied to both bodies: every body
+        // gets the additions of the gather below in the same order, with one visit per point.
+        for &k in &cs.slots {
+            let (m, q) = (&cs.solving[k as usize], &cs.prepared[k as usize]);
+            let (a, b) = (m.body_a as usize, m.body_b as usize);
+            for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
+                let j = impulse(m, q, p);
+                if cs.dynamic[a] {
+                    cs.motions[a].apply(g.ra, -j);
+                }
+                if cs.dynamic[b] {
+                    cs.motions[b].apply(g.rb, j);
+                }
             }
         }
+        return;
     }
+    // Each dynamic body adds the impulses of its manifolds (the coloring's adjacency, in pair
+    // order), point by point, as the GPU's gather does.
+    let (solving, prepared, slots, dynamic, coloring) =
+        (&cs.solving, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
+    cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
+        if !dynamic[i] {
+            return;
+        }
+        for &k in coloring.constraints_of(i) {
+            let slot = slots[k as usize] as usize;
+            let (m, q) = (&solving[slot], &prepared[slot]);
+            let a_side = m.body_a as usize == i;
+            for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
+                let j = impulse(m, q, p);
+                if a_side {
+                    motion.apply(g.ra, -j);
+                } else {
+                    motion.apply(g.rb, j);
+                }
+            }
+        }
+    });
 }
 
 /// Fills the per-body inertia and per-manifold [`Prepared`] caches for the current positions.
