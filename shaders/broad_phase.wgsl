@@ -14,6 +14,46 @@ fn aabb_max(i: u32) -> vec3<f32> {
     return vec3<f32>(bitcast<f32>(work[w]), bitcast<f32>(work[w + 1u]), bitcast<f32>(work[w + 2u]));
 }
 
+// Per pair of last step: the pair and the face that kept it apart, kept where this step's
+// narrow phase looks them up (the pair list and the faces are rewritten before it), with
+// their count first. Twin of the CPU's `previous_separated`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn keep_faces(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    let count = work[0];
+    if p == 0u {
+        work[work_layout.previous_pairs] = count;
+    }
+    if p >= count || p >= work_layout.pair_capacity {
+        return;
+    }
+    work[work_layout.previous_pairs + 1u + 2u * p] = work[work_layout.pairs + 2u * p];
+    work[work_layout.previous_pairs + 2u + 2u * p] = work[work_layout.pairs + 2u * p + 1u];
+    work[work_layout.previous_faces + p] = work[work_layout.faces + p];
+}
+
+// The face that kept pair (a, b) apart last step, or NO_FACE: a binary search of last step's
+// pairs, sorted by (a, b) like this step's.
+fn previous_face(a: u32, b: u32) -> u32 {
+    let base = work_layout.previous_pairs + 1u;
+    var lo = 0u;
+    var hi = work[work_layout.previous_pairs];
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        let qa = work[base + 2u * mid];
+        let qb = work[base + 2u * mid + 1u];
+        if qa < a || (qa == a && qb < b) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo < work[work_layout.previous_pairs] && work[base + 2u * lo] == a && work[base + 2u * lo + 1u] == b {
+        return work[work_layout.previous_faces + lo];
+    }
+    return NO_FACE;
+}
+
 // Per body: the AABB of its core points swept by its radius, grown by half the speculative
 // distance and by how far it can travel in a step; the per-body counters cleared.
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -276,7 +316,8 @@ fn pair_margin(a: Body, b: Body, spin_a: f32, spin_b: f32) -> f32 {
 }
 
 // Per pair: its contacts as a candidate manifold (warm starting happens when manifolds are
-// compacted), and a flag saying whether it has any.
+// compacted), a flag saying whether it has any, and the face that kept it apart (tried first
+// next step).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -294,7 +335,8 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let pa = Posed(shapes[props[a].shape], ba.position, ba.orientation);
     let pb = Posed(shapes[props[b].shape], bb.position, bb.orientation);
     let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
-    let contact = collide(pa, pb, margin);
+    let contact = collide_cached(pa, pb, margin, previous_face(a, b));
+    work[work_layout.faces + p] = separating_face;
     work[work_layout.flags + p] = select(0u, 1u, contact.count > 0u);
     if contact.count == 0u {
         return;

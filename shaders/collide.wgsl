@@ -687,15 +687,21 @@ fn edge_ruled_out(p: vec3<f32>, n0: vec3<f32>, n1: vec3<f32>, inside0: vec3<f32>
         || arc_max(n0, n1, w1) + (EDGE_FLOOR_SLACK * length3(w1) + EDGE_FLOOR_MIN_SLACK) <= floor;
 }
 
+// The face that kept the last `polytope_polytope` or `collide_cached` pair a margin apart (A's,
+// or B's with FACE_OF_B), or NO_FACE: set only when the caller cleared it.
+var<private> separating_face: u32 = NO_FACE;
+
 fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     let radii = a.shape.radius + b.shape.radius;
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
     let fa = best_face(a, b, radii, margin);
     if fa.value - radii >= margin {
+        separating_face = fa.face;
         return empty_contacts(vec3<f32>(0.0));
     }
     let fb = best_face(b, a, radii, margin);
     if fb.value - radii >= margin {
+        separating_face = fb.face | FACE_OF_B;
         return empty_contacts(vec3<f32>(0.0));
     }
     // Only an edge pair that separates more than `floor` replaces the face contact; past
@@ -818,4 +824,31 @@ fn collide(a: Posed, b: Posed, margin: f32) -> Contacts {
         return flipped(collide_ordered(b, a, margin));
     }
     return collide_ordered(a, b, margin);
+}
+
+// `collide` for a pair whose last step may have found a face that kept it a margin apart
+// (`face`: A's, or B's with FACE_OF_B, or NO_FACE): that face is tried first. Any face that
+// keeps two polytopes a margin apart means no contact, so the contacts are `collide`'s. Leaves
+// the face that kept the pair apart now, or NO_FACE, in `separating_face`. Twin of
+// `collide_cached`.
+fn collide_cached(a: Posed, b: Posed, margin: f32, face: u32) -> Contacts {
+    separating_face = NO_FACE;
+    if face != NO_FACE && a.shape.kind == SHAPE_POLYTOPE && b.shape.kind == SHAPE_POLYTOPE {
+        var reference = a;
+        var other = b;
+        if (face & FACE_OF_B) != 0u {
+            reference = b;
+            other = a;
+        }
+        let f = face & ~FACE_OF_B;
+        if f < reference.shape.face_count {
+            let plane = face_plane(reference, f);
+            if min_along(other, plane.n) - plane.offset - (a.shape.radius + b.shape.radius) >= margin {
+                separating_face = face;
+                return empty_contacts(vec3<f32>(0.0));
+            }
+        }
+    }
+    // Two polytopes go to `polytope_polytope` (equal kinds: no flip), which sets the face.
+    return collide(a, b, margin);
 }

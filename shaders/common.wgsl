@@ -196,6 +196,10 @@ struct WorkLayout {
     brute_force: u32,
     radix_histogram: u32,
     inv_cell: f32,
+    faces: u32,
+    previous_pairs: u32,
+    previous_faces: u32,
+    _pad0: u32,
     _pad1: u32,
 }
 

@@ -267,7 +267,7 @@ pub(crate) fn collide(a: &Posed, b: &Posed, margin: f32) -> Manifold {
 /// No face kept the pair apart (see [`collide_cached`]).
 pub(crate) const NO_FACE: u32 = u32::MAX;
 /// Marks a separating face as B's in [`collide_cached`]'s face (else it is A's).
-const FACE_OF_B: u32 = 0x8000_0000;
+pub(crate) const FACE_OF_B: u32 = 0x8000_0000;
 
 /// [`collide`] for a pair whose last step may have found a face that kept it a margin apart
 /// (`face`: A's face, or B's with `FACE_OF_B`, or [`NO_FACE`]): that face is tried first, and

@@ -301,7 +301,7 @@ const _: () = assert!(size_of::<GpuManifold>() == 304);
 /// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
 /// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:
 /// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count]`.
-/// 128 bytes, a uniform.
+/// 144 bytes, a uniform.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuWorkLayout {
@@ -369,10 +369,19 @@ pub struct GpuWorkLayout {
     pub radix_histogram: u32,
     /// `1 / cell_size`, 1/m.
     pub inv_cell: f32,
+    /// Per pair: the face that kept it a margin apart (see [`crate::collide`]'s
+    /// `collide_cached`), or `NO_FACE`.
+    pub faces: u32,
+    /// Last step's pair count, then its pairs (two words each), kept for this step's lookups.
+    pub previous_pairs: u32,
+    /// Last step's `faces`, per pair of `previous_pairs`.
+    pub previous_faces: u32,
+    /// Unused.
+    pub _pad0: u32,
     /// Unused.
     pub _pad1: u32,
 }
-const _: () = assert!(size_of::<GpuWorkLayout>() == 128);
+const _: () = assert!(size_of::<GpuWorkLayout>() == 144);
 
 /// Partial or total step statistics produced by the `stats` kernels. 16 bytes.
 #[repr(C)]

@@ -169,6 +169,10 @@ fn host_structs_match_wgsl_layout() {
             brute_force,
             radix_histogram,
             inv_cell,
+            faces,
+            previous_pairs,
+            previous_faces,
+            _pad0,
             _pad1
         ]
     );

@@ -108,6 +108,11 @@ impl ContactState {
         Self { grid, run: PARALLEL_RUN, ..Self::default() }
     }
 
+    /// The pairs of the last step that a face kept apart, with that face.
+    pub fn separated(&self) -> &[(GpuPair, u32)] {
+        &self.separated
+    }
+
     /// Marks what the passes cached stale: positions or orientations moved.
     pub fn positions_moved(&mut self) {
         self.prepared_valid = false;

@@ -152,6 +152,12 @@ impl CpuSolver {
         self.contacts_state = cs;
     }
 
+    /// The pairs of the last step that a face kept a margin apart, with that face (A's, or B's
+    /// with the top bit set), in pair order (for tests and debugging).
+    pub fn separating_faces(&self) -> Vec<([u32; 2], u32)> {
+        self.contacts_state.separated().iter().map(|&(p, face)| ([p.a, p.b], face)).collect()
+    }
+
     /// The broad phase's candidate pairs `(a, b)`, `a < b`, of the last step, sorted (for tests
     /// and debugging).
     pub fn candidate_pairs(&self) -> Vec<[u32; 2]> {

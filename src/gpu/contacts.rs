@@ -27,6 +27,7 @@ pub(crate) struct Shared<'a> {
 }
 
 struct Pipelines {
+    keep_faces: wgpu::ComputePipeline,
     contacts_begin: wgpu::ComputePipeline,
     count_pairs: wgpu::ComputePipeline,
     write_pairs: wgpu::ComputePipeline,
@@ -163,6 +164,9 @@ impl GpuContacts {
             cell_start: region(grid.hash_mask + 1),
             large: region(n),
             radix_histogram: region(Radix::histogram_words(n.max(pair_capacity))),
+            faces: region(pair_capacity),
+            previous_pairs: region(1 + 2 * pair_capacity),
+            previous_faces: region(pair_capacity),
             ..GpuWorkLayout::default()
         };
         let cells_scratch = region(2 * n);
@@ -336,6 +340,7 @@ impl GpuContacts {
         let m = |entry: &str| p(&manifold_layout, "manifolds", entry);
         let v = |entry: &str| p(&solve_layout, "solve_contacts", entry);
         let pipelines = Pipelines {
+            keep_faces: p(&pairs_layout, "broad_phase", "keep_faces"),
             contacts_begin: p(&pairs_layout, "broad_phase", "contacts_begin"),
             count_pairs: p(&pairs_layout, "broad_phase", "count_pairs"),
             write_pairs: p(&pairs_layout, "broad_phase", "write_pairs"),
@@ -409,6 +414,7 @@ impl GpuContacts {
         let p = &self.pipelines;
         marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
+        self.dispatch(pass, "keep_faces", &p.keep_faces, self.pair_grid);
         self.dispatch(pass, "contacts_begin", &p.contacts_begin, self.body_grid);
         let l = &self.layout;
         if l.brute_force != 0 {
@@ -477,7 +483,7 @@ impl GpuContacts {
             Radix::dispatches(self.cell_passes) + 3 + Radix::dispatches(self.pair_passes)
         };
         let coloring = if self.rounds > 0 { 1 + 3 * self.rounds } else { 0 };
-        1 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
+        2 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start two

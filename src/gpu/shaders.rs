@@ -4,7 +4,7 @@
 
 use crate::collide::{
     CLIP_TOLERANCE, EDGE_FLOOR_MIN_EDGES, EDGE_FLOOR_MIN_SLACK, EDGE_FLOOR_SLACK, EDGE_PARALLEL_SIN, EDGE_TOLERANCE,
-    FACE_TOLERANCE, MAX_CLIP_POINTS, WARM_START_MIN_COS, WARM_START_RADIUS,
+    FACE_OF_B, FACE_TOLERANCE, MAX_CLIP_POINTS, NO_FACE, WARM_START_MIN_COS, WARM_START_RADIUS,
 };
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
@@ -125,6 +125,8 @@ pub fn header() -> String {
          const FACE_TOLERANCE: f32 = {FACE_TOLERANCE:?};\n\
          const CLIP_TOLERANCE: f32 = {CLIP_TOLERANCE:?};\n\
          const WARM_START_RADIUS: f32 = {WARM_START_RADIUS:?};\n\
+         const NO_FACE: u32 = {NO_FACE}u;\n\
+         const FACE_OF_B: u32 = {FACE_OF_B}u;\n\
          const WARM_START_MIN_COS: f32 = {WARM_START_MIN_COS:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\

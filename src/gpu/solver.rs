@@ -319,6 +319,26 @@ impl GpuSolver {
         }
     }
 
+    /// The pairs of the last step that a face kept a margin apart, with that face (A's, or B's
+    /// with the top bit set), in pair order (read back; for tests and debugging). Twin of
+    /// [`CpuSolver::separating_faces`](crate::CpuSolver::separating_faces).
+    pub fn separating_faces(&mut self) -> Result<Vec<([u32; 2], u32)>> {
+        match &self.contacts_stages {
+            Some(c) => {
+                let count = c.read_words(&self.device, &self.queue, 0, 1)?[0];
+                let pairs = c.read_words(&self.device, &self.queue, c.layout.pairs, 2 * count)?;
+                let faces = c.read_words(&self.device, &self.queue, c.layout.faces, count)?;
+                Ok(pairs
+                    .chunks_exact(2)
+                    .zip(faces)
+                    .filter(|&(_, face)| face != crate::collide::NO_FACE)
+                    .map(|(w, face)| ([w[0], w[1]], face))
+                    .collect())
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Each body's particle contacts of the last substep, particle indices in the order the
     /// body solves them, read back (for tests and debugging; empty without particle-body
     /// contacts). Twin of [`CpuSolver::particle_body_lists`](crate::CpuSolver::particle_body_lists).
