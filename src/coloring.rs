@@ -17,6 +17,8 @@
 //! Every decision reads a snapshot of the previous pass, so a GPU running each pass as one
 //! dispatch computes exactly these colors.
 
+use rayon::prelude::*;
+
 /// `u32::MAX`: no color (overflow).
 pub const NO_COLOR: u32 = u32::MAX;
 
@@ -39,6 +41,8 @@ impl ColoringScratch {
 /// Colors `constraints` (pairs of body indices) over `dynamic.len()` bodies in place of
 /// `colors`, which holds the seeds (or [`NO_COLOR`]) on entry. Colors are below `max_colors`
 /// (at most 32); constraints left without one after `rounds` rounds get [`NO_COLOR`].
+/// `parallel` splits each pass over the current rayon pool's threads (every decision reads the
+/// previous pass, so the colors are the same).
 pub fn color_graph(
     constraints: &[[u32; 2]],
     dynamic: &[bool],
@@ -46,6 +50,7 @@ pub fn color_graph(
     rounds: u32,
     colors: &mut [u32],
     scratch: &mut ColoringScratch,
+    parallel: bool,
 ) {
     let bodies = dynamic.len();
     // Body -> constraints (CSR, ascending) by counting sort.
@@ -85,7 +90,7 @@ pub fn color_graph(
         colors.fill(NO_COLOR);
         return;
     }
-    resolve_conflicts(constraints, dynamic, colors, s);
+    resolve_conflicts(constraints, dynamic, colors, s, parallel);
     for round in 0..rounds {
         // With every constraint colored and no conflict left, the remaining rounds change
         // nothing (the GPU runs them all; here they are skipped).
@@ -93,26 +98,37 @@ pub fn color_graph(
             break;
         }
         // Masks of the colors held on each body.
-        for body in 0..bodies {
-            let mut mask = 0;
-            for &i in &s.adjacency[s.offsets[body] as usize..s.offsets[body + 1] as usize] {
-                if colors[i as usize] != NO_COLOR {
-                    mask |= 1 << colors[i as usize];
+        let (offsets, adjacency, held) = (&s.offsets, &s.adjacency, &*colors);
+        let mask_of = |(body, mask): (usize, &mut u32)| {
+            *mask = 0;
+            for &i in &adjacency[offsets[body] as usize..offsets[body + 1] as usize] {
+                if held[i as usize] != NO_COLOR {
+                    *mask |= 1 << held[i as usize];
                 }
             }
-            s.masks[body] = mask;
+        };
+        if parallel {
+            s.masks.par_iter_mut().enumerate().with_min_len(PARALLEL_ITEMS).for_each(mask_of);
+        } else {
+            s.masks.iter_mut().enumerate().for_each(mask_of);
         }
-        for (i, pair) in constraints.iter().enumerate() {
-            if colors[i] != NO_COLOR {
-                continue;
+        let masks = &s.masks;
+        let choose = |(i, (c, pair)): (usize, (&mut u32, &[u32; 2]))| {
+            if *c != NO_COLOR {
+                return;
             }
-            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | s.masks[b as usize]);
+            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | masks[b as usize]);
             let free = !used & palette;
             if free != 0 {
-                colors[i] = pick(free, i as u32, round);
+                *c = pick(free, i as u32, round);
             }
+        };
+        if parallel {
+            colors.par_iter_mut().zip(constraints).enumerate().with_min_len(PARALLEL_ITEMS).for_each(choose);
+        } else {
+            colors.iter_mut().zip(constraints).enumerate().for_each(choose);
         }
-        resolve_conflicts(constraints, dynamic, colors, s);
+        resolve_conflicts(constraints, dynamic, colors, s, parallel);
     }
 }
 
@@ -133,25 +149,40 @@ pub fn pick(free: u32, constraint: u32, round: u32) -> u32 {
 
 /// A constraint loses its color when a lower-indexed constraint on one of its dynamic bodies
 /// has the same color (decided on a snapshot).
-fn resolve_conflicts(constraints: &[[u32; 2]], dynamic: &[bool], colors: &mut [u32], s: &mut ColoringScratch) {
+fn resolve_conflicts(
+    constraints: &[[u32; 2]],
+    dynamic: &[bool],
+    colors: &mut [u32],
+    s: &mut ColoringScratch,
+    parallel: bool,
+) {
     s.before.clear();
     s.before.extend_from_slice(colors);
-    for (i, pair) in constraints.iter().enumerate() {
-        let c = s.before[i];
+    let (before, offsets, adjacency) = (&s.before, &s.offsets, &s.adjacency);
+    let resolve = |(i, (color, pair)): (usize, (&mut u32, &[u32; 2]))| {
+        let c = before[i];
         if c == NO_COLOR {
-            continue;
+            return;
         }
         for &body in pair {
             if !dynamic[body as usize] {
                 continue;
             }
-            let list = &s.adjacency[s.offsets[body as usize] as usize..s.offsets[body as usize + 1] as usize];
-            if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| s.before[j as usize] == c) {
-                colors[i] = NO_COLOR;
+            let list = &adjacency[offsets[body as usize] as usize..offsets[body as usize + 1] as usize];
+            if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| before[j as usize] == c) {
+                *color = NO_COLOR;
             }
         }
+    };
+    if parallel {
+        colors.par_iter_mut().zip(constraints).enumerate().with_min_len(PARALLEL_ITEMS).for_each(resolve);
+    } else {
+        colors.iter_mut().zip(constraints).enumerate().for_each(resolve);
     }
 }
+
+/// Constraints or bodies per task when a pass is split over threads.
+const PARALLEL_ITEMS: usize = 1024;
 
 #[cfg(test)]
 mod tests {
@@ -189,13 +220,13 @@ mod tests {
                 .collect();
             let mut colors = vec![NO_COLOR; constraints.len()];
             let mut scratch = ColoringScratch::default();
-            color_graph(&constraints, &dynamic, 24, 8, &mut colors, &mut scratch);
+            color_graph(&constraints, &dynamic, 24, 8, &mut colors, &mut scratch, false);
             check(&constraints, &dynamic, &colors, 24);
             let overflow = colors.iter().filter(|c| **c == NO_COLOR).count();
             assert!(overflow * 20 < constraints.len(), "trial {trial}: {overflow} of {} overflow", constraints.len());
             // Seeded with its own result, the coloring is a fixed point.
             let mut again = colors.clone();
-            color_graph(&constraints, &dynamic, 24, 1, &mut again, &mut scratch);
+            color_graph(&constraints, &dynamic, 24, 1, &mut again, &mut scratch, false);
             assert!(again.iter().filter(|c| **c == NO_COLOR).count() <= overflow);
             for (a, b) in colors.iter().zip(&again) {
                 assert!(*a == NO_COLOR || a == b, "a seeded color changed");
@@ -209,14 +240,14 @@ mod tests {
         let dynamic = vec![true; 301];
         let constraints: Vec<[u32; 2]> = (1..=300).map(|i| [0, i]).collect();
         let mut colors = vec![NO_COLOR; 300];
-        color_graph(&constraints, &dynamic, 24, 40, &mut colors, &mut ColoringScratch::default());
+        color_graph(&constraints, &dynamic, 24, 40, &mut colors, &mut ColoringScratch::default(), false);
         check(&constraints, &dynamic, &colors, 24);
         assert_eq!(colors.iter().filter(|c| **c != NO_COLOR).count(), 24);
         // A static hub is no vertex: one round colors all 300, among the lowest few colors.
         let mut dynamic = dynamic;
         dynamic[0] = false;
         let mut colors = vec![NO_COLOR; 300];
-        color_graph(&constraints, &dynamic, 24, 1, &mut colors, &mut ColoringScratch::default());
+        color_graph(&constraints, &dynamic, 24, 1, &mut colors, &mut ColoringScratch::default(), false);
         assert!(colors.iter().all(|c| *c < COLOR_SPREAD));
     }
 }

@@ -675,15 +675,28 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     cs.dynamic.extend(w.props[..p.body_count as usize].iter().map(dynamic));
     cs.colors.clear();
     cs.colors.extend(cs.manifolds.iter().map(|m| m.color));
-    color_graph(&cs.pairs_scratch, &cs.dynamic, p.max_colors, p.coloring_rounds, &mut cs.colors, &mut cs.coloring);
+    color_graph(
+        &cs.pairs_scratch,
+        &cs.dynamic,
+        p.max_colors,
+        p.coloring_rounds,
+        &mut cs.colors,
+        &mut cs.coloring,
+        cs.parallel,
+    );
     for (m, &c) in cs.manifolds.iter_mut().zip(&cs.colors) {
         m.color = c;
     }
     bucket_by_color(p, cs);
     // The passes' caches follow `solving`'s order: rebuilt at the first pass.
     cs.prepared_valid = false;
-    cs.solving.clear();
-    cs.solving.extend(cs.colored.iter().map(|&i| cs.manifolds[i as usize]));
+    let manifolds = &cs.manifolds;
+    if cs.parallel {
+        cs.colored.par_iter().map(|&i| manifolds[i as usize]).collect_into_vec(&mut cs.solving);
+    } else {
+        cs.solving.clear();
+        cs.solving.extend(cs.colored.iter().map(|&i| manifolds[i as usize]));
+    }
     cs.slots.clear();
     cs.slots.resize(cs.colored.len(), 0);
     for (k, &i) in cs.colored.iter().enumerate() {
@@ -694,6 +707,12 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
 /// Writes the solved manifolds (impulses, work) back in pair order, where the next step's warm
 /// start, the statistics and the readers find them. Ends a step's manifold passes.
 pub(crate) fn finish_step(cs: &mut ContactState) {
+    if cs.parallel {
+        // Gathered through each manifold's place in `solving`.
+        let (solving, slots) = (&cs.solving, &cs.slots);
+        cs.manifolds.par_iter_mut().zip(slots).with_min_len(PARALLEL_RUN).for_each(|(m, &k)| *m = solving[k as usize]);
+        return;
+    }
     for (m, &i) in cs.solving.iter().zip(&cs.colored) {
         cs.manifolds[i as usize] = *m;
     }
