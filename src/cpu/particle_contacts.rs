@@ -4,6 +4,7 @@
 //! its own side, and the two sides compute it bit for bit alike).
 
 use glam::{Mat3, Quat, Vec3, Vec4};
+use rayon::prelude::*;
 
 use super::particles::collider_distance;
 use crate::collide::{Posed, collide_point};
@@ -95,6 +96,31 @@ enum Gather {
     Velocity,
     /// The velocity change of the restitution pass over the particle pairs.
     Restitution,
+}
+
+/// Particles per task when a pass over the particles is split over threads.
+const PARALLEL_PARTICLES: usize = 1024;
+
+/// [`gather`]'s change for every particle into `out`, each particle on its own (split over
+/// threads when `parallel`: the same bits).
+#[allow(clippy::too_many_arguments)]
+fn gather_all(
+    p: &StepParams,
+    geometry: &[Vec4],
+    colliders: &[GpuCollider],
+    particles: &[GpuParticle],
+    grid: &ParticleGrid,
+    mode: Gather,
+    out: &mut Vec<Vec3>,
+    parallel: bool,
+) {
+    let one = |i: usize| gather(p, geometry, colliders, particles, grid, i, mode).0;
+    if parallel {
+        (0..particles.len()).into_par_iter().with_min_len(PARALLEL_PARTICLES).map(one).collect_into_vec(out);
+    } else {
+        out.clear();
+        out.extend((0..particles.len()).map(one));
+    }
 }
 
 /// Gathers over the particles in the 27 cells around particle `i` (each bucket once, in a fixed
@@ -557,12 +583,19 @@ pub(crate) fn particle_contacts(
     tables: &mut BodyTables,
     particles: &mut [GpuParticle],
     grid: &mut ParticleGrid,
+    parallel: bool,
 ) {
     let colliders = &colliders[..p.collider_count as usize];
     let with_bodies = p.particle_body_contacts != 0;
     grid.items.clear();
     grid.items.extend(particles.iter().enumerate().map(|(i, q)| [cell_hash(p, q.position), i as u32]));
-    grid.items.sort_by_key(|item| item[0]);
+    // (hash, particle) pairs are distinct: an unstable sort gives a stable sort by hash's
+    // order, without its allocation.
+    if parallel {
+        grid.items.par_sort_unstable();
+    } else {
+        grid.items.sort_unstable();
+    }
     grid.cell_start.clear();
     grid.cell_start.resize((p.particle_hash_mask + 1) as usize, EMPTY_CELL);
     for k in 0..grid.items.len() {
@@ -575,11 +608,17 @@ pub(crate) fn particle_contacts(
         find_body_contacts(p, geometry, tables, particles, grid);
     }
     let mut counts = std::mem::take(&mut grid.counts);
-    counts.clear();
-    counts.extend((0..particles.len()).map(|i| {
-        let own = gather(p, geometry, colliders, particles, grid, i, Gather::Count).1;
-        if with_bodies { own + grid.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }
-    }));
+    let grid_read = &*grid;
+    let count = |i: usize| {
+        let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count).1;
+        if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }
+    };
+    if parallel {
+        (0..particles.len()).into_par_iter().with_min_len(PARALLEL_PARTICLES).map(count).collect_into_vec(&mut counts);
+    } else {
+        counts.clear();
+        counts.extend((0..particles.len()).map(count));
+    }
     grid.counts = counts;
     grid.start.clear();
     grid.start.extend(particles.iter().map(|q| q.velocity));
@@ -600,10 +639,7 @@ pub(crate) fn particle_contacts(
     }
     let mut scratch = std::mem::take(&mut grid.scratch);
     for _ in 0..p.particle_iterations {
-        scratch.clear();
-        scratch.extend(
-            (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Position).0),
-        );
+        gather_all(p, geometry, colliders, particles, grid, Gather::Position, &mut scratch, parallel);
         for (particle, change) in particles.iter_mut().zip(&scratch) {
             let dv = *change * p.inv_h;
             particle.position += *change;
@@ -611,10 +647,7 @@ pub(crate) fn particle_contacts(
         }
     }
     for _ in 0..p.particle_iterations {
-        scratch.clear();
-        scratch.extend(
-            (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Velocity).0),
-        );
+        gather_all(p, geometry, colliders, particles, grid, Gather::Velocity, &mut scratch, parallel);
         if with_bodies {
             body_contacts_pass(p, geometry, colliders, tables, particles, grid, BodyPass::Velocity);
         }
@@ -625,9 +658,7 @@ pub(crate) fn particle_contacts(
     if p.particle_restitution > 0.0 || bodies_bounce {
         scratch.clear();
         if p.particle_restitution > 0.0 {
-            scratch.extend(
-                (0..particles.len()).map(|i| gather(p, geometry, colliders, particles, grid, i, Gather::Restitution).0),
-            );
+            gather_all(p, geometry, colliders, particles, grid, Gather::Restitution, &mut scratch, parallel);
         } else {
             scratch.resize(particles.len(), Vec3::ZERO);
         }

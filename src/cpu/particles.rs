@@ -1,6 +1,7 @@
 //! The particle stage on the CPU, twin of `advance_particles` in shaders/particles.wgsl.
 
 use glam::{Vec3, Vec4};
+use rayon::prelude::*;
 
 use crate::layout::{GpuCollider, GpuParticle, StepParams};
 use crate::particles::{PARTICLE_MARCH_STEPS, PARTICLE_MAX_IMPACTS, PARTICLE_SKIN, PARTICLE_SURFACE_EPS};
@@ -45,9 +46,10 @@ pub(crate) fn advance_particles(
     geometry: &[Vec4],
     colliders: &[GpuCollider],
     particles: &mut [GpuParticle],
+    parallel: bool,
 ) {
     let colliders = &colliders[..p.collider_count as usize];
-    for particle in particles.iter_mut() {
+    let advance = |particle: &mut GpuParticle| {
         let mut radius = particle.radius;
         let mut x = particle.position;
         // Gravity, unless the particle contacts applied it before solving.
@@ -113,5 +115,11 @@ pub(crate) fn advance_particles(
         }
         particle.position = x;
         particle.velocity = v;
+    };
+    // Each particle on its own: split over threads when `parallel`, the same bits.
+    if parallel {
+        particles.par_iter_mut().with_min_len(1024).for_each(advance);
+    } else {
+        particles.iter_mut().for_each(advance);
     }
 }
