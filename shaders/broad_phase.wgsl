@@ -335,7 +335,12 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let pa = Posed(shapes[props[a].shape], ba.position, ba.orientation);
     let pb = Posed(shapes[props[b].shape], bb.position, bb.orientation);
     let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
-    let contact = collide_cached(pa, pb, margin, previous_face(a, b));
+    // Only pairs of polytopes remember a face.
+    var face = NO_FACE;
+    if pa.shape.kind == SHAPE_POLYTOPE && pb.shape.kind == SHAPE_POLYTOPE {
+        face = previous_face(a, b);
+    }
+    let contact = collide_cached(pa, pb, margin, face);
     work[work_layout.faces + p] = separating_face;
     work[work_layout.flags + p] = select(0u, 1u, contact.count > 0u);
     if contact.count == 0u {

@@ -334,8 +334,9 @@ fn cpu_and_gpu_narrow_phases_agree_pair_by_pair() {
 /// and they are candidate pairs, but they never touch), so that some faces keep their pair apart
 /// step after step and others stop doing so. After each of 12 steps both paths hold the same
 /// separated pairs with the same faces (a remembered face and the face a full scan meets first
-/// usually differ, so a GPU that ignored the memory would disagree); rounding may tip at most 3
-/// pairs a step.
+/// usually differ: a GPU that ignores the memory differs in 38 pairs after the second step).
+/// Rounding may tip a face at the margin, and a face that differs once is remembered: at most
+/// 10 pairs a step may differ (none do on lavapipe).
 #[test]
 fn cpu_and_gpu_remember_the_same_separating_faces() {
     let Some(ctx) = common::gpu() else { return };
@@ -368,7 +369,7 @@ fn cpu_and_gpu_remember_the_same_separating_faces() {
         let (a, g) = (cpu.separating_faces(), gpu.separating_faces().unwrap());
         let differing = a.iter().filter(|x| !g.contains(x)).count() + g.iter().filter(|x| !a.contains(x)).count();
         assert!(
-            differing <= 3,
+            differing <= 10,
             "step {step}: {differing} separated pairs differ ({} on the CPU, {} on the GPU)",
             a.len(),
             g.len()

@@ -279,9 +279,6 @@ impl GridSpec {
     }
 }
 
-/// Bodies split in halves until this few, when a stage's bodies go over threads.
-const PARALLEL_BODIES: usize = 512;
-
 /// The world points and planes (`world`, from `world_start[first]` on) and the bounds of bodies
 /// `first..first + aabb_min.len()`, each body on its own: split in halves over threads when
 /// `parallel`.
@@ -295,7 +292,7 @@ fn body_bounds(
     parallel: bool,
 ) {
     let count = aabb_min.len();
-    if parallel && count > PARALLEL_BODIES {
+    if parallel && count > super::stages::PARALLEL_BODIES {
         let half = count / 2;
         let split = (world_start[first + half] - world_start[first]) as usize;
         let (world_lo, world_hi) = world.split_at_mut(split);
@@ -807,10 +804,11 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             };
             // The manifolds of a color share no dynamic body: split over threads, each run
             // reads the velocities before the color and writes its own, the same bits.
-            if cs.parallel && end - start >= 2 * cs.run {
+            let min_run = cs.run.max(4);
+            if cs.parallel && end - start >= 2 * min_run {
                 // About four runs per thread, so that stealing evens out the threads, in
                 // multiples of four manifolds (the four-lane sweeps' groups).
-                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(4).max(cs.run);
+                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(4).max(min_run);
                 solving
                     .par_chunks_mut(run)
                     .zip(prepared.par_chunks(run))
@@ -848,7 +846,6 @@ const PARALLEL_RUN: usize = 48;
 /// writes each manifold's bodies' velocities after its pass to `out` (v_a, ω_a, v_b, ω_b),
 /// which the caller stores for the dynamic ones. The manifolds of a color share no
 /// dynamic body, so no manifold of the run reads what another writes.
-#[allow(clippy::too_many_arguments)]
 fn solve_run(
     w: &BodyView,
     solving: &mut [GpuManifold],

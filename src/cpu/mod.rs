@@ -405,7 +405,7 @@ mod tests {
         };
         let (one, manifolds, largest_color, on_plane) = run(1);
         assert!(
-            manifolds.len() > 300 && largest_color >= 16 && on_plane > 300,
+            manifolds.len() > 2048 && largest_color >= 16 && on_plane > 300,
             "{} manifolds, largest color {largest_color}, {on_plane} plane contacts",
             manifolds.len()
         );

@@ -29,8 +29,8 @@ pub(crate) struct Buffers<'a> {
     pub parallel: bool,
 }
 
-/// Bodies per task when a stage splits its bodies over threads.
-const PARALLEL_BODIES: usize = 512;
+/// Bodies per task when a stage splits its bodies over threads (the broad phase's bounds too).
+pub(crate) const PARALLEL_BODIES: usize = 512;
 
 /// Runs `f(i, body, solver body, its static-contact slots)` for bodies `first..` (as many as
 /// `bodies` holds), whose slots start at slot `slot_base` in `contacts`. A body's slots run from
