@@ -88,9 +88,10 @@ pub(crate) struct ContactState {
     /// Per manifold in `colored` order, its bodies' velocities after its last color pass
     /// (v_a, ω_a, v_b, ω_b), stored back to `motions` once the color is done.
     pass_out: Vec<[Vec3; 4]>,
-    /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`; then what the
-    /// narrow phase found for it (a manifold when `count > 0`, the separating face).
+    /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`.
     pair_faces: Vec<u32>,
+    /// Per candidate pair, what the narrow phase found: a manifold when `count > 0`, and the
+    /// face that keeps it apart now or `NO_FACE`.
     collided: Vec<(GpuManifold, u32)>,
     /// Per run of sorted grid items, the broad phase's pairs before the merge.
     pair_runs: Vec<Vec<GpuPair>>,
@@ -359,17 +360,12 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.aabb_max.resize(n, Vec3::ZERO);
     let parallel = cs.parallel;
     body_bounds(w, 0, &cs.world_start, &mut cs.world, &mut cs.aabb_min, &mut cs.aabb_max, parallel);
-    let overlaps = |cs: &ContactState, i: usize, j: usize| {
-        let (lo_i, hi_i, lo_j, hi_j) =
-            (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
-        lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
-    };
     cs.pairs.clear();
     let grid = cs.grid;
     if grid.brute_force {
         for i in 0..n {
             for j in i + 1..n {
-                if overlaps(cs, i, j) {
+                if overlaps(w, cs, i, j) {
                     cs.pairs.push(GpuPair { a: i as u32, b: j as u32 });
                 }
             }
@@ -437,17 +433,20 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.pairs.dedup();
 }
 
+/// Whether bodies `i` and `j` are a candidate pair: their AABBs overlap and one is dynamic.
+fn overlaps(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
+    let (lo_i, hi_i, lo_j, hi_j) =
+        (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
+    lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
+}
+
 /// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
 /// bodies after it in the cells its AABB can reach, and the large bodies.
 fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>) {
     let n = cs.cells.len();
     let grid = cs.grid;
     let large_key = grid.hash_mask + 1;
-    let overlaps = |i: usize, j: usize| {
-        let (lo_i, hi_i, lo_j, hi_j) =
-            (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
-        lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
-    };
+    let overlaps = |i: usize, j: usize| overlaps(w, cs, i, j);
     let [key, i] = cs.cells[k];
     let iu = i as usize;
     let me = cs.sorted[k];
@@ -545,13 +544,9 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     // Each pair on its own (split over threads), then the results in pair order.
     let mut collided = std::mem::take(&mut cs.collided);
     let cs_read = &*cs;
-    let one = |(pair, &face): (&GpuPair, &u32)| collide_pair(w, cs_read, *pair, face);
-    if cs.parallel {
-        cs.pairs.par_iter().zip(&cs.pair_faces).with_min_len(64).map(one).collect_into_vec(&mut collided);
-    } else {
-        collided.clear();
-        collided.extend(cs.pairs.iter().zip(&cs.pair_faces).map(one));
-    }
+    super::fill_indexed(&mut collided, cs.pairs.len(), cs.parallel, 64, |k| {
+        collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k])
+    });
     for (pair, &(m, face)) in cs.pairs.iter().zip(&collided) {
         if face != NO_FACE {
             cs.separated.push((*pair, face));
@@ -687,13 +682,8 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     bucket_by_color(p, cs);
     // The passes' caches follow `solving`'s order: rebuilt at the first pass.
     cs.prepared_valid = false;
-    let manifolds = &cs.manifolds;
-    if cs.parallel {
-        cs.colored.par_iter().map(|&i| manifolds[i as usize]).collect_into_vec(&mut cs.solving);
-    } else {
-        cs.solving.clear();
-        cs.solving.extend(cs.colored.iter().map(|&i| manifolds[i as usize]));
-    }
+    let (manifolds, colored) = (&cs.manifolds, &cs.colored);
+    super::fill_indexed(&mut cs.solving, colored.len(), cs.parallel, PARALLEL_RUN, |k| manifolds[colored[k] as usize]);
     cs.slots.clear();
     cs.slots.resize(cs.colored.len(), 0);
     for (k, &i) in cs.colored.iter().enumerate() {
@@ -974,20 +964,10 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     let n = w.params.body_count as usize;
     cs.dynamic.clear();
     cs.dynamic.extend(w.props[..n].iter().map(dynamic));
-    let inertia = |(b, props): (&GpuBody, &GpuBodyProps)| {
+    super::fill_indexed(&mut cs.inertia, n, cs.parallel, 4 * PARALLEL_RUN, |i| {
+        let (b, props) = (&w.bodies[i], &w.props[i]);
         if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO }
-    };
-    cs.inertia.clear();
-    if cs.parallel {
-        w.bodies[..n]
-            .par_iter()
-            .zip(&w.props[..n])
-            .with_min_len(4 * PARALLEL_RUN)
-            .map(inertia)
-            .collect_into_vec(&mut cs.inertia);
-    } else {
-        cs.inertia.extend(w.bodies[..n].iter().zip(&w.props[..n]).map(inertia));
-    }
+    });
     let motion = |i: usize| Motion {
         inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
         inv_inertia: cs.inertia[i],

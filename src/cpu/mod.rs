@@ -21,6 +21,23 @@ use crate::world::World;
 use contacts::{BodyView, ContactState, Pass};
 use stages::Buffers;
 
+/// `out[i] = f(i)` for `i < len`, keeping `out`'s capacity: over the current pool's threads in
+/// tasks of at least `min_len` items when `parallel` (the items are independent, so the values
+/// are the same), else in order on the calling thread.
+pub(crate) fn fill_indexed<T, F>(out: &mut Vec<T>, len: usize, parallel: bool, min_len: usize, f: F)
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync + Send,
+{
+    use rayon::prelude::*;
+    if parallel {
+        (0..len).into_par_iter().with_min_len(min_len).map(f).collect_into_vec(out);
+    } else {
+        out.clear();
+        out.extend((0..len).map(f));
+    }
+}
+
 /// Adds the time since the last lap to one stage group.
 struct Laps(std::time::Instant);
 

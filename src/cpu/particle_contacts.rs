@@ -114,13 +114,9 @@ fn gather_all(
     out: &mut Vec<Vec3>,
     parallel: bool,
 ) {
-    let one = |i: usize| gather(p, geometry, colliders, particles, grid, i, mode).0;
-    if parallel {
-        (0..particles.len()).into_par_iter().with_min_len(PARALLEL_PARTICLES).map(one).collect_into_vec(out);
-    } else {
-        out.clear();
-        out.extend((0..particles.len()).map(one));
-    }
+    super::fill_indexed(out, particles.len(), parallel, PARALLEL_PARTICLES, |i| {
+        gather(p, geometry, colliders, particles, grid, i, mode).0
+    });
 }
 
 /// Gathers over the particles in the 27 cells around particle `i` (each bucket once, in a fixed
@@ -609,16 +605,10 @@ pub(crate) fn particle_contacts(
     }
     let mut counts = std::mem::take(&mut grid.counts);
     let grid_read = &*grid;
-    let count = |i: usize| {
+    super::fill_indexed(&mut counts, particles.len(), parallel, PARALLEL_PARTICLES, |i| {
         let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count).1;
         if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }
-    };
-    if parallel {
-        (0..particles.len()).into_par_iter().with_min_len(PARALLEL_PARTICLES).map(count).collect_into_vec(&mut counts);
-    } else {
-        counts.clear();
-        counts.extend((0..particles.len()).map(count));
-    }
+    });
     grid.counts = counts;
     grid.start.clear();
     grid.start.extend(particles.iter().map(|q| q.velocity));
