@@ -119,14 +119,22 @@ fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k11: f32, k12: f32, k22
     return vec2<f32>(g1, g2);
 }
 
-// Centroid step of the coarse correction: (impulse per point, smallest impulse).
-fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, ma: Motion, mb: Motion, soft: Soft, use_bias: bool, loaded_only: bool) -> vec2<f32> {
+// The compliance of a soft contact of inverse effective mass `k` with the coefficients
+// `contact_bias` gave it (`bias_rate` holds the bias). Twin of `contact_compliance`.
+fn contact_compliance(b: Soft, k: f32) -> f32 {
+    return b.impulse_scale * k * (1.0 / b.mass_scale);
+}
+
+// Centroid step of the coarse correction, the Galerkin projection of the points' soft system
+// onto "the same impulse on each": (impulse per point, smallest impulse). `bias` and `k_n` are
+// each point's coefficients and inverse effective mass.
+fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<function, array<Soft, 4>>, k_n: ptr<function, array<f32, 4>>, ma: Motion, mb: Motion, loaded_only: bool) -> vec2<f32> {
     let n = m.normal;
     var count = 0.0;
     var ra = vec3<f32>(0.0);
     var rb = vec3<f32>(0.0);
-    var s_sum = 0.0;
-    var j_sum = 0.0;
+    var residual = 0.0;
+    var compliance = 0.0;
     var j_min = 3.4028235e38;
     for (var k = 0u; k < m.count; k++) {
         let c = m.points[k];
@@ -137,8 +145,10 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, ma: Motion, 
         count += 1.0;
         ra += g.ra;
         rb += g.rb;
-        s_sum += g.separation;
-        j_sum += c.normal_impulse;
+        let b = (*bias)[k];
+        let c_k = contact_compliance(b, (*k_n)[k]);
+        residual += b.bias_rate + c_k * c.normal_impulse;
+        compliance += c_k;
         j_min = min(j_min, c.normal_impulse);
     }
     if count < 2.0 {
@@ -146,18 +156,17 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, ma: Motion, 
     }
     ra = ra / count;
     rb = rb / count;
-    let b = contact_bias(soft, s_sum / count, use_bias);
     let k = ma.inv_mass + mb.inv_mass + rotational(ma, ra, n, n) + rotational(mb, rb, n, n);
     let vn = dot3(n, velocity_at(mb, rb) - velocity_at(ma, ra));
-    return vec2<f32>((-b.mass_scale / k * (vn + b.bias_rate) - b.impulse_scale * j_sum) / count, j_min);
+    return vec2<f32>(-(count * vn + residual) / (count * count * k + compliance), j_min);
 }
 
-fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geometry, 4>>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, soft: Soft, use_bias: bool) {
+fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geometry, 4>>, bias: ptr<function, array<Soft, 4>>, k_n: ptr<function, array<f32, 4>>, ma: ptr<function, Motion>, mb: ptr<function, Motion>) {
     let n = (*m).normal;
     let track = (*m).restitution > 0.0;
-    var share = coarse_step(*m, geo, *ma, *mb, soft, use_bias, false).x;
+    var share = coarse_step(*m, geo, bias, k_n, *ma, *mb, false).x;
     if share < 0.0 {
-        let pull = coarse_step(*m, geo, *ma, *mb, soft, use_bias, true);
+        let pull = coarse_step(*m, geo, bias, k_n, *ma, *mb, true);
         share = clamp(pull.x, -pull.y, 0.0);
     }
     if share == 0.0 {
@@ -259,20 +268,25 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     }
     // Positions do not change within a pass: each point's geometry is computed once.
     let track = (*m).restitution > 0.0;
+    // Nor do each point's soft coefficients and inverse effective mass along the normal.
     var geo: array<Geometry, 4>;
-    for (var k = 0u; k < (*m).count; k++) {
-        geo[k] = geometry_of(*m, (*m).points[k]);
-    }
+    var bias: array<Soft, 4>;
+    var k_n: array<f32, 4>;
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
-    coarse_correction(m, &geo, ma, mb, soft, use_bias);
+    for (var k = 0u; k < (*m).count; k++) {
+        let g = geometry_of(*m, (*m).points[k]);
+        geo[k] = g;
+        bias[k] = contact_bias(soft, g.separation, use_bias);
+        k_n[k] = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+    }
+    coarse_correction(m, &geo, &bias, &k_n, ma, mb);
     for (var k = 0u; k < (*m).count; k++) {
         let g = geo[k];
-        let b = contact_bias(soft, g.separation, use_bias);
-        let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+        let b = bias[k];
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
         let c = (*m).points[k];
-        let impulse = -b.mass_scale / k_n * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
+        let impulse = -b.mass_scale / k_n[k] * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
         let new_impulse = max(c.normal_impulse + impulse, 0.0);
         let applied = new_impulse - c.normal_impulse;
         (*m).points[k].normal_impulse = new_impulse;

@@ -56,13 +56,20 @@ fn lever(sb: SolverBody, c: StaticContact, n: vec3<f32>, radius: f32) -> vec3<f3
     return rotate(sb.delta_rotation, c.anchor + n * radius) - n * radius;
 }
 
+// The compliance of a soft contact of inverse effective mass `k`: its update is the
+// Gauss-Seidel step on `v + b + c a = 0`. Twin of `contact_compliance`.
+fn contact_compliance(b: Bias, k: f32) -> f32 {
+    return b.impulse_scale * k * (1.0 / b.mass_scale);
+}
+
 // Centroid step of the coarse correction over one plane's active contacts (all of them, or only
-// the loaded ones): returns (impulse per contact, smallest impulse). Twin of `coarse_correction`.
+// the loaded ones), the Galerkin projection of their soft system onto "the same impulse on
+// each": returns (impulse per contact, smallest impulse). Twin of `coarse_correction`.
 fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: vec3<f32>, m: ptr<function, Motion>, use_bias: bool, loaded_only: bool) -> vec2<f32> {
     var count = 0.0;
     var r_sum = vec3<f32>(0.0);
-    var s_sum = 0.0;
-    var j_sum = 0.0;
+    var residual = 0.0;
+    var compliance = 0.0;
     var j_min = 3.4e38;
     for (var k = 0u; k < sh.point_count; k++) {
         let c = contacts[slot_index(pr, sh, plane_index, k)];
@@ -71,19 +78,20 @@ fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: ve
         }
         count += 1.0;
         r_sum += lever(sb, c, n, sh.radius);
-        s_sum += separation(sb, c, n, sh.radius);
-        j_sum += c.normal_impulse;
+        let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
+        let c_i = contact_compliance(b, 1.0 / c.normal_mass);
+        residual += b.bias + c_i * c.normal_impulse;
+        compliance += c_i;
         j_min = min(j_min, c.normal_impulse);
     }
     if count < 2.0 {
         return vec2<f32>(0.0, 0.0);
     }
     let rc = r_sum / count;
-    let b = contact_bias(s_sum / count, use_bias);
     let rn = cross3(rc, n);
-    let mass = 1.0 / ((*m).inv_mass + dot3(rn, mat3_mul((*m).inv_inertia, rn)));
+    let k = (*m).inv_mass + dot3(rn, mat3_mul((*m).inv_inertia, rn));
     let vn = dot3(n, (*m).v + cross3((*m).w, rc));
-    return vec2<f32>((-mass * b.mass_scale * (vn + b.bias) - b.impulse_scale * j_sum) / count, j_min);
+    return vec2<f32>(-(count * vn + residual) / (count * count * k + compliance), j_min);
 }
 
 // Exact feasible line search along "the same impulse on every contact of this plane".

@@ -149,7 +149,7 @@ fn cpu_is_deterministic_and_batching_does_not_matter() {
 /// 5 %, kinetic energy within 10 % plus 0.5 % of its peak (after 100 steps the pile keeps 1 % of
 /// the peak; six CPU runs kicked by 1e-6 to 5e-6 spread by 0.23 % of the peak, 12 % of what is
 /// left), mean height within 2 cm, the same number of colors
-/// within 3, and no landing overlapping by 15 cm.
+/// within 3, and no landing overlapping by 20 cm.
 #[test]
 fn cpu_and_gpu_agree_on_a_2000_body_rain() {
     let Some(ctx) = common::gpu() else { return };
@@ -207,10 +207,12 @@ fn cpu_and_gpu_agree_on_a_2000_body_rain() {
         }
         // Bodies land at up to 12 m/s on a pile spinning at up to 6 rad/s. A manifold is found
         // once per step, so a corner that rotates in during the step is not in it: landings
-        // overlap by up to 10 cm for a step or two (box-box edge contacts, measured) before the
-        // soft contacts push them apart (0.8 to 2.9 cm left at step 100 in six kicked CPU runs).
+        // overlap by up to 16 cm for a step or two (box-box edge contacts; the deepest overlap of
+        // every step over 100 steps of ten rains of 2,000 seeded 1 to 10 on the CPU: 103 to
+        // 139 mm, and 87 to 160 mm before the coarse correction became a Galerkin step) before
+        // the soft contacts push them apart (0.8 to 2.9 cm left at step 100 in six kicked CPU runs).
         assert!(
-            sa.max_penetration < 0.15 && sg.max_penetration < 0.15,
+            sa.max_penetration < 0.2 && sg.max_penetration < 0.2,
             "after {steps}: {} {}",
             sa.max_penetration,
             sg.max_penetration

@@ -338,3 +338,73 @@ fn baumgarte_configuration_rests_a_box() {
         assert_eq!(solver.stats().unwrap().iterations, 10, "{name}");
     }
 }
+
+/// Resting contacts settle where the soft contact says: each point is a spring of stiffness
+/// `m_i ω²` (`m_i` its effective mass, `ω = 2π f`), so a body at rest on its four corners sinks
+/// by `g m / 4 / (m_i ω²)` at each. The slabs are long and thin so that a corner's effective
+/// mass (rotation included) is far from a quarter of the slab's: the coarse correction, which
+/// solves "the same impulse on every point" through the centroid, must not move that fixed
+/// point. Three contacts: a slab on the floor plane (the static stage, `static_hertz`), a slab
+/// on a fixed box (a manifold against static geometry, `static_hertz`) and a slab on a slab
+/// (a manifold between dynamic bodies, `contact_hertz`). Tolerance 1 % of the depth (0.1 to 0.3 mm).
+#[test]
+fn resting_contacts_sink_by_the_soft_spring_depth() {
+    let half = Vec3::new(1.0, 0.05, 0.25);
+    let mass = 2.0;
+    let mut world = floor_world();
+    let on_plane = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).mass(mass).position(Vec3::new(0.0, half.y, 0.0)))
+        .unwrap();
+    let pedestal = Vec3::new(1.5, 0.5, 1.5);
+    let base = Vec3::new(6.0, pedestal.y, 0.0);
+    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(pedestal)).position(base)).unwrap();
+    let on_fixed = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(half)).mass(mass).position(base + Vec3::Y * (pedestal.y + half.y)),
+        )
+        .unwrap();
+    let lower = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).mass(mass).position(Vec3::new(-6.0, half.y, 0.0)))
+        .unwrap();
+    let upper = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).mass(mass).position(Vec3::new(-6.0, 3.0 * half.y, 0.0)))
+        .unwrap();
+    let desc = world.desc();
+    let h = desc.dt / desc.solver.substeps as f32;
+    let Stabilization::Soft { contact_hertz, static_hertz, .. } = desc.solver.stabilization else {
+        panic!("the default is soft contacts");
+    };
+    // The solver caps the stiffness to what the substep resolves (see `StepParams::new`).
+    let omega_sq = |hertz: f32| (2.0 * std::f32::consts::PI * hertz).powi(2);
+    let (static_omega_sq, contact_omega_sq) =
+        (omega_sq(static_hertz.min(0.5 / h)), omega_sq(contact_hertz.min(0.25 / h)));
+    // A corner's inverse effective mass along the normal: 1/m + (r x n)ᵀ I⁻¹ (r x n).
+    let inertia = mass / 3.0
+        * Vec3::new(
+            half.y * half.y + half.z * half.z,
+            half.x * half.x + half.z * half.z,
+            half.x * half.x + half.y * half.y,
+        );
+    let rn = Vec3::new(half.x, -half.y, half.z).cross(Vec3::Y);
+    let k = 1.0 / mass + (rn * rn / inertia).element_sum();
+    let load = mass * G / 4.0;
+    let expect_static = k * load / static_omega_sq;
+    let expect_contact = 2.0 * k * load / contact_omega_sq;
+    for mut solver in common::solvers(&world) {
+        solver.step_many(180);
+        let name = solver.backend();
+        let states = solver.body_states().unwrap();
+        let y = |b: BodyHandle| states[b.index()].position.y;
+        let depths = [
+            ("on the plane", half.y - y(on_plane), expect_static),
+            ("on a fixed box", 2.0 * pedestal.y + half.y - y(on_fixed), expect_static),
+            ("on a slab", y(lower) + 2.0 * half.y - y(upper), expect_contact),
+        ];
+        for (what, depth, expect) in depths {
+            assert!(
+                (depth - expect).abs() < 0.01 * expect,
+                "{name}, slab {what}: sinks {depth} m, the spring {expect} m"
+            );
+        }
+    }
+}

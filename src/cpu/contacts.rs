@@ -5,6 +5,7 @@
 use glam::{Mat3, Vec3, Vec4};
 use rayon::prelude::*;
 
+use super::stages::contact_compliance;
 use crate::collide::{NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached};
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
@@ -1171,7 +1172,7 @@ fn manifold_pass(
                 }
             }
             let soft = softness(p, ma, mb);
-            coarse_correction(p, m, geo, ma, mb, soft, use_bias);
+            coarse_correction(p, m, geo, &k, ma, mb, soft, use_bias);
             for ((c, g), k) in m.points[..count].iter_mut().zip(geo).zip(&k) {
                 let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
                 let vn = n.dot(mb.at(g.rb) - ma.at(g.ra));
@@ -1239,11 +1240,14 @@ pub(crate) fn friction_update(
 }
 
 /// The coarse correction of the plane stage for a manifold: an exact, feasible line search
-/// along "the same impulse on every point", through the points' centroid.
+/// along "the same impulse on every point", the Galerkin projection of the points' soft
+/// system (see `stages::coarse_correction`); `k` holds each point's inverse effective masses.
+#[allow(clippy::too_many_arguments)]
 fn coarse_correction(
     p: &StepParams,
     m: &mut GpuManifold,
     geo: &[Geometry; 4],
+    k: &[[f32; 4]; 4],
     ma: &mut Motion,
     mb: &mut Motion,
     soft: Soft,
@@ -1252,27 +1256,28 @@ fn coarse_correction(
     let n = m.normal;
     let count = m.count as usize;
     let step = |m: &GpuManifold, ma: &Motion, mb: &Motion, loaded_only: bool| {
-        let (mut count, mut ra, mut rb, mut s_sum, mut j_sum, mut j_min) =
+        let (mut count, mut ra, mut rb, mut residual, mut compliance, mut j_min) =
             (0.0_f32, Vec3::ZERO, Vec3::ZERO, 0.0_f32, 0.0_f32, f32::MAX);
-        for (c, g) in m.points[..m.count as usize].iter().zip(geo) {
+        for ((c, g), k) in m.points[..m.count as usize].iter().zip(geo).zip(k) {
             if loaded_only && c.normal_impulse <= 0.0 {
                 continue;
             }
             count += 1.0;
             ra += g.ra;
             rb += g.rb;
-            s_sum += g.separation;
-            j_sum += c.normal_impulse;
+            let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
+            let c_i = contact_compliance(mass_scale, impulse_scale, k[0]);
+            residual += bias + c_i * c.normal_impulse;
+            compliance += c_i;
             j_min = j_min.min(c.normal_impulse);
         }
         if count < 2.0 {
             return (0.0, 0.0);
         }
         let (ra, rb) = (ra / count, rb / count);
-        let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, s_sum / count, use_bias);
         let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
         let vn = n.dot(mb.at(rb) - ma.at(ra));
-        ((-mass_scale / k * (vn + bias) - impulse_scale * j_sum) / count, j_min)
+        (-(count * vn + residual) / (count * count * k + compliance), j_min)
     };
     let (mut share, _) = step(m, ma, mb, false);
     if share < 0.0 {

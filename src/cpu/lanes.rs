@@ -182,35 +182,43 @@ fn contact_bias(p: &StepParams, soft: &Softs, s: Vec4) -> (Vec4, Vec4, Vec4) {
     )
 }
 
-/// The impulse of one manifold's coarse correction at the centroid of its points (all of
-/// them, or the loaded ones), and the smallest normal impulse among them.
+/// A point's soft coefficients for one sweep, from `contact_bias`, and its compliance
+/// (`contact_compliance`).
+struct PointBias {
+    bias: Vec4,
+    mass_scale: Vec4,
+    impulse_scale: Vec4,
+    compliance: Vec4,
+}
+
+/// The impulse per point of one manifold's coarse correction (the Galerkin step of
+/// `stages::coarse_correction`) over all its points or the loaded ones, and the smallest
+/// normal impulse among them.
 #[inline(always)]
 fn centroid_step(
-    p: &StepParams,
     points: &[Point; 4],
+    biases: &[PointBias; 4],
     n: V3,
     ma: &Motions,
     mb: &Motions,
-    soft: &Softs,
     loaded_only: bool,
 ) -> (Vec4, Vec4) {
-    let (mut count, mut ra, mut rb, mut s_sum, mut j_sum, mut j_min) =
+    let (mut count, mut ra, mut rb, mut residual, mut compliance, mut j_min) =
         (Vec4::ZERO, V3::ZERO, V3::ZERO, Vec4::ZERO, Vec4::ZERO, Vec4::splat(f32::MAX));
-    for c in points {
+    for (c, b) in points.iter().zip(biases) {
         let on = if loaded_only { c.active & c.normal_impulse.cmpgt(Vec4::ZERO) } else { c.active };
         count += Vec4::select(on, Vec4::ONE, Vec4::ZERO);
         ra = ra.add(V3::select(on, c.ra, V3::ZERO));
         rb = rb.add(V3::select(on, c.rb, V3::ZERO));
-        s_sum += Vec4::select(on, c.separation, Vec4::ZERO);
-        j_sum += Vec4::select(on, c.normal_impulse, Vec4::ZERO);
+        residual += Vec4::select(on, b.bias + b.compliance * c.normal_impulse, Vec4::ZERO);
+        compliance += Vec4::select(on, b.compliance, Vec4::ZERO);
         j_min = Vec4::select(on, j_min.min(c.normal_impulse), j_min);
     }
     let enough = count.cmpge(Vec4::splat(2.0));
     let (ra, rb) = (ra.div(count), rb.div(count));
-    let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, s_sum / count);
     let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
     let vn = n.dot(mb.at(rb).sub(ma.at(ra)));
-    let share = (-mass_scale / k * (vn + bias) - impulse_scale * j_sum) / count;
+    let share = -(count * vn + residual) / (count * count * k + compliance);
     (Vec4::select(enough, share, Vec4::ZERO), Vec4::select(enough, j_min, Vec4::ZERO))
 }
 
@@ -283,8 +291,15 @@ pub(super) fn solve4(
 
     // The coarse correction: the same impulse on every point, pulled back only as far as the
     // loaded points allow.
-    let (all, _) = centroid_step(p, &points, n, &ma, &mb, &soft, false);
-    let (pull, j_min) = centroid_step(p, &points, n, &ma, &mb, &soft, true);
+    // `contact_compliance` with the lanes' one division hoisted: a point's mass scale is its
+    // lane's or, where its impulse scale is zero, one.
+    let inv_mass_scale = Vec4::ONE / soft.mass_scale;
+    let biases = points.each_ref().map(|c| {
+        let (bias, mass_scale, impulse_scale) = contact_bias(p, &soft, c.separation);
+        PointBias { bias, mass_scale, impulse_scale, compliance: impulse_scale * c.k[0] * inv_mass_scale }
+    });
+    let (all, _) = centroid_step(&points, &biases, n, &ma, &mb, false);
+    let (pull, j_min) = centroid_step(&points, &biases, n, &ma, &mb, true);
     let pulling = all.cmplt(Vec4::ZERO);
     let share = Vec4::select(pulling, pull.max(-j_min).min(Vec4::ZERO), all);
     let moving = share.cmpne(Vec4::ZERO);
@@ -297,8 +312,8 @@ pub(super) fn solve4(
         mb.apply(c.rb, impulse);
     }
 
-    for c in &mut points {
-        let (bias, mass_scale, impulse_scale) = contact_bias(p, &soft, c.separation);
+    for (c, b) in points.iter_mut().zip(&biases) {
+        let (bias, mass_scale, impulse_scale) = (b.bias, b.mass_scale, b.impulse_scale);
         let vn = n.dot(mb.at(c.rb).sub(ma.at(c.ra)));
         let impulse = -mass_scale / c.k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
         let new_impulse = (c.normal_impulse + impulse).max(Vec4::ZERO);

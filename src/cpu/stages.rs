@@ -302,6 +302,17 @@ fn contact_bias(p: &StepParams, s: f32, use_bias: bool) -> (f32, f32, f32) {
     }
 }
 
+/// The compliance `c` of a soft contact of inverse effective mass `k` with the coefficients
+/// `contact_bias` gave it: since `mass_scale + impulse_scale = 1`, its update
+/// `Δa = -mass_scale (v + b) / k - impulse_scale a` is the Gauss-Seidel step
+/// `-(v + b + c a) / (k + c)` on `v + b + c a = 0`, with `c = impulse_scale k / mass_scale`
+/// (zero for a rigid contact). Twin of `contact_compliance` in shaders/solve_static.wgsl and
+/// shaders/solve_contacts.wgsl.
+#[inline]
+pub(crate) fn contact_compliance(mass_scale: f32, impulse_scale: f32, k: f32) -> f32 {
+    impulse_scale * k * (1.0 / mass_scale)
+}
+
 /// The current separation of a contact from the motion since the start of the step. Only the
 /// core point moves with the body: the radius stays along the normal, because the support
 /// point of a round shape is not a material point. (Rotating the whole anchor made a ball
@@ -320,13 +331,17 @@ fn lever(sb: &GpuSolverBody, c: &GpuStaticContact, n: Vec3, radius: f32) -> Vec3
 }
 
 /// The coarse correction of `solve_contacts`: an exact line search of the contact problem
-/// along "the same impulse on every contact of this plane". With `u = (1, ..., 1) / k` the
-/// step is `-(v_n,c + b_c) / (k K_c)` per contact, where `v_n,c`, `b_c` and `K_c` are the
-/// normal velocity, bias and inverse effective mass at the contacts' centroid; the soft
-/// constraint scales and bleeds it as it does a single contact. The search stays feasible: a
-/// push goes to every active contact, a pull only to the loaded ones and never below zero.
-/// At a solution of the contact problem the step is zero, so it accelerates the sweep without
-/// changing what it converges to.
+/// along "the same impulse on every contact of this plane", `u = (1, ..., 1)`. Each contact's
+/// sweep solves `r_i = v_n,i + b_i + c_i a_i = 0` with its soft compliance `c_i` (see
+/// `contact_compliance`); the coarse step is the Galerkin projection of that system onto
+/// `u`: `-Σ r_i / (k² K_c + Σ c_i)` per contact, where `k` is the number of contacts and
+/// `K_c` the inverse effective mass at their centroid (`uᵀ J M⁻¹ Jᵀ u = k² K_c`). The search
+/// stays feasible: a push goes to every active contact, a pull only to the loaded ones and
+/// never below zero. At a solution of the contact problem every loaded contact has `r_i = 0`
+/// and every other `r_i >= 0`, so the step is zero: it accelerates the sweep without changing
+/// what it converges to, soft or rigid. (Projecting with the centroid's compliance instead,
+/// `k K_c / a2`, moved the fixed point wherever a corner's effective mass differs from the
+/// centroid's: a thin slab rested 11 % too high on its soft contacts.)
 fn coarse_correction(
     p: &StepParams,
     sb: &GpuSolverBody,
@@ -338,23 +353,25 @@ fn coarse_correction(
 ) {
     // Centroid step over the contacts `member` selects: (step per contact, smallest impulse).
     let step = |group: &[GpuStaticContact], m: &Motion, member: &dyn Fn(&GpuStaticContact) -> bool| {
-        let (mut count, mut r_sum, mut s_sum, mut j_sum, mut j_min) = (0.0_f32, Vec3::ZERO, 0.0_f32, 0.0_f32, f32::MAX);
+        let (mut count, mut r_sum, mut residual, mut compliance, mut j_min) =
+            (0.0_f32, Vec3::ZERO, 0.0_f32, 0.0_f32, f32::MAX);
         for c in group.iter().filter(|c| c.in_contact == 1 && member(c)) {
             count += 1.0;
             r_sum += lever(sb, c, n, radius);
-            s_sum += separation(sb, c, n, radius);
-            j_sum += c.normal_impulse;
+            let (bias, mass_scale, impulse_scale) = contact_bias(p, separation(sb, c, n, radius), use_bias);
+            let c_i = contact_compliance(mass_scale, impulse_scale, 1.0 / c.normal_mass);
+            residual += bias + c_i * c.normal_impulse;
+            compliance += c_i;
             j_min = j_min.min(c.normal_impulse);
         }
         if count < 2.0 {
             return (0.0, 0.0);
         }
         let rc = r_sum / count;
-        let (bias, mass_scale, impulse_scale) = contact_bias(p, s_sum / count, use_bias);
         let rn = rc.cross(n);
-        let mass = 1.0 / (m.inv_mass + rn.dot(m.inv_inertia * rn));
+        let k = m.inv_mass + rn.dot(m.inv_inertia * rn);
         let vn = n.dot(m.v + m.w.cross(rc));
-        ((-mass * mass_scale * (vn + bias) - impulse_scale * j_sum) / count, j_min)
+        (-(count * vn + residual) / (count * count * k + compliance), j_min)
     };
     let (mut share, _) = step(group, m, &|_| true);
     let loaded = |c: &GpuStaticContact| c.normal_impulse > 0.0;
