@@ -299,6 +299,19 @@ fn tangent_basis(n: vec3<f32>) -> Basis {
     return Basis(vec3<f32>(1.0 + sign * n.x * n.x * a, sign * b, -sign * n.x), vec3<f32>(b, sign + n.y * n.y * a, -n.y));
 }
 
+// A friction impulse (j1, j2) in the tangent basis of `old_normal`, re-expressed in the basis
+// of `normal` through world space (the basis turns across n.z = 0). Twin of
+// `carry_tangent_impulse`.
+fn carry_tangent_impulse(old_normal: vec3<f32>, normal: vec3<f32>, j: vec2<f32>) -> vec2<f32> {
+    if all(old_normal == normal) {
+        return j;
+    }
+    let o = tangent_basis(old_normal);
+    let t = tangent_basis(normal);
+    let w = j.x * o.t1 + j.y * o.t2;
+    return vec2<f32>(dot3(w, t.t1), dot3(w, t.t2));
+}
+
 // R diag(d) R^T for the rotation q.
 fn world_inverse_inertia(q: vec4<f32>, d: vec3<f32>) -> mat3x3<f32> {
     let c0 = rotate(q, vec3<f32>(1.0, 0.0, 0.0));

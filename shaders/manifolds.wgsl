@@ -69,8 +69,9 @@ fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
         let j = source[k];
         if j != NO_POINT {
             (*m).points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
-            (*m).points[k].tangent_impulse_1 = params.warm_start_scale * prev.points[j].tangent_impulse_1;
-            (*m).points[k].tangent_impulse_2 = params.warm_start_scale * prev.points[j].tangent_impulse_2;
+            let t = carry_tangent_impulse(prev.normal, (*m).normal, vec2<f32>(prev.points[j].tangent_impulse_1, prev.points[j].tangent_impulse_2));
+            (*m).points[k].tangent_impulse_1 = params.warm_start_scale * t.x;
+            (*m).points[k].tangent_impulse_2 = params.warm_start_scale * t.y;
         }
     }
 }

@@ -68,6 +68,7 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             if old.in_contact == 1u {
                 warm = params.warm_start_scale;
             }
+            let carried = carry_tangent_impulse(old.normal, n, vec2<f32>(old.tangent_impulse_1, old.tangent_impulse_2));
             let rn = cross3(r, n);
             let basis = tangent_basis(n);
             let k_normal = b.inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
@@ -84,8 +85,8 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
                 1.0 / largest_eigenvalue(k11, k12, k22),
                 0.0,
                 warm * old.normal_impulse,
-                warm * old.tangent_impulse_1,
-                warm * old.tangent_impulse_2,
+                warm * carried.x,
+                warm * carried.y,
                 0.0,
                 approach_velocity(vn, separation, dot3(n, params.gravity)),
                 friction,

@@ -90,6 +90,24 @@ pub fn tangent_basis(n: Vec3) -> (Vec3, Vec3) {
     (t1, t2)
 }
 
+/// A friction impulse `(j1, j2)` held in the [`tangent_basis`] of `old_normal`, re-expressed
+/// in the basis of `normal`: through world space, less what now lies along the normal. A
+/// warm start needs it because the basis is not continuous across `n.z = 0`: there it turns
+/// by up to half a turn (for `n = ±x`, exactly half), and components carried over unchanged
+/// pushed a contact's friction the wrong way whenever its normal dithered across the plane.
+/// When the normals are equal the components are returned as they are. Twin of
+/// `carry_tangent_impulse` in shaders/common.wgsl.
+#[inline]
+pub fn carry_tangent_impulse(old_normal: Vec3, normal: Vec3, j1: f32, j2: f32) -> (f32, f32) {
+    if old_normal == normal {
+        return (j1, j2);
+    }
+    let (o1, o2) = tangent_basis(old_normal);
+    let (t1, t2) = tangent_basis(normal);
+    let j = j1 * o1 + j2 * o2;
+    (j.dot(t1), j.dot(t2))
+}
+
 /// The world-frame inverse inertia `R diag(inv_principal) R^T` of a body whose orientation
 /// `q` maps its principal frame to the world.
 #[inline]

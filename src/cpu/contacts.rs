@@ -12,7 +12,7 @@ use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody, KIND_DYNAMIC,
     OVERFLOW_COLOR, StepParams,
 };
-use crate::math::{kinetic_energy, rotate, tangent_basis, world_inverse_inertia};
+use crate::math::{carry_tangent_impulse, kinetic_energy, rotate, tangent_basis, world_inverse_inertia};
 
 /// Per-step contact data, kept between steps for warm starting and coloring seeds. The vectors
 /// keep their capacity, so a step allocates only when a scene grows.
@@ -652,8 +652,9 @@ pub(crate) fn warm_start(old: &GpuManifold, m: &mut GpuManifold, scale: f32) {
         if j != usize::MAX {
             let q = &old.points[j];
             c.normal_impulse = scale * q.normal_impulse;
-            c.tangent_impulse_1 = scale * q.tangent_impulse_1;
-            c.tangent_impulse_2 = scale * q.tangent_impulse_2;
+            let (j1, j2) = carry_tangent_impulse(old.normal, m.normal, q.tangent_impulse_1, q.tangent_impulse_2);
+            c.tangent_impulse_1 = scale * j1;
+            c.tangent_impulse_2 = scale * j2;
         }
     }
 }
@@ -1431,6 +1432,33 @@ mod tests {
         let mut m = manifold(turned, &[new_points[1], new_points[3]]);
         warm_start(&old, &mut m, 0.5);
         assert_eq!([m.points[0].normal_impulse, m.points[1].normal_impulse], [0.0, 15.0]);
+    }
+
+    /// A friction impulse warm-starts in the same world direction when the normal dithers
+    /// across `n.z = 0`, where the tangent basis turns by half a turn: a side contact (normal
+    /// along x) of a box leaning out of its plane by 1e-6 rad one way, then the other.
+    #[test]
+    fn warm_started_friction_keeps_its_world_direction_across_the_basis_seam() {
+        let tilt = |z: f32| Vec3::new(1.0, 0.0, z).normalize();
+        let mut old = manifold(tilt(1e-6), &[point(Vec3::new(0.5, 0.3, 0.0), 1, 10.0)]);
+        old.points[0].tangent_impulse_2 = -2.0;
+        let world = |m: &GpuManifold| {
+            let (t1, t2) = tangent_basis(m.normal);
+            m.points[0].tangent_impulse_1 * t1 + m.points[0].tangent_impulse_2 * t2
+        };
+        let before = world(&old);
+        let mut m = manifold(tilt(-1e-6), &[point(Vec3::new(0.5, 0.3, 0.0), 1, 0.0)]);
+        warm_start(&old, &mut m, 1.0);
+        let after = world(&m);
+        assert!((after - before).length() < 1e-5, "friction impulse {before} became {after}");
+        assert!(before.length() > 5.0, "the impulse has both tangent components: {before}");
+        // The same normal keeps the components as they are.
+        let mut same = manifold(old.normal, &[point(Vec3::new(0.5, 0.3, 0.0), 1, 0.0)]);
+        warm_start(&old, &mut same, 1.0);
+        assert_eq!(
+            (same.points[0].tangent_impulse_1, same.points[0].tangent_impulse_2),
+            (old.points[0].tangent_impulse_1, old.points[0].tangent_impulse_2)
+        );
     }
 
     /// The four-lane sweeps (biased and relax) give bit for bit the impulses and velocities of

@@ -10,8 +10,8 @@ use crate::layout::{
     StepParams,
 };
 use crate::math::{
-    kinetic_energy, mat3_inverse, quat_exp, quat_mul, quat_normalize, rotate, rotate_inv, tangent_basis,
-    world_inverse_inertia,
+    carry_tangent_impulse, kinetic_energy, mat3_inverse, quat_exp, quat_mul, quat_normalize, rotate, rotate_inv,
+    tangent_basis, world_inverse_inertia,
 };
 use crate::sdf::evaluate_program;
 
@@ -147,6 +147,7 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                     continue;
                 }
                 let warm = if old.in_contact == 1 { p.warm_start_scale } else { 0.0 };
+                let (j1, j2) = carry_tangent_impulse(old.normal, n, old.tangent_impulse_1, old.tangent_impulse_2);
                 let rn = r.cross(n);
                 let (t1, t2) = tangent_basis(n);
                 let k_normal = b.inv_mass + rn.dot(inv_inertia_world * rn);
@@ -163,8 +164,8 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                     tangent_mass: 1.0 / largest_eigenvalue(k11, k12, k22),
                     restitution_impulse: 0.0,
                     normal_impulse: warm * old.normal_impulse,
-                    tangent_impulse_1: warm * old.tangent_impulse_1,
-                    tangent_impulse_2: warm * old.tangent_impulse_2,
+                    tangent_impulse_1: warm * j1,
+                    tangent_impulse_2: warm * j2,
                     max_normal_impulse: 0.0,
                     approach_velocity: approach_velocity(vn, separation, n.dot(p.gravity)),
                     friction,
