@@ -369,8 +369,8 @@ pub struct GpuWorkLayout {
     pub radix_histogram: u32,
     /// `1 / cell_size`, 1/m.
     pub inv_cell: f32,
-    /// Per pair: the face that kept it a margin apart (see [`crate::collide`]'s
-    /// `collide_cached`), or `NO_FACE`.
+    /// Per pair: the face that kept it a margin apart (see `collide_cached` in the
+    /// narrow phase), or `NO_FACE`.
     pub faces: u32,
     /// Last step's pair count, then its pairs (two words each), kept for this step's lookups.
     pub previous_pairs: u32,

@@ -24,12 +24,13 @@ pub enum Stabilization {
     Soft {
         /// Stiffness of contacts between two bodies that can move, Hz. Default 60. Clamped to a
         /// quarter of the substep rate (60 Hz at 4 substeps of 1/60 s), above which one
-        /// Gauss-Seidel sweep no longer damps a stack's rocking.
+        /// Gauss-Seidel sweep no longer damps a stack's rocking. 0 makes them rigid; otherwise
+        /// at least [`MIN_CONTACT_HERTZ`].
         contact_hertz: f32,
         /// Damping ratio of those contacts. Default 10.
         contact_damping_ratio: f32,
         /// Stiffness of contacts against static geometry, Hz. Default 60. Clamped to half the
-        /// substep rate.
+        /// substep rate. 0 makes them rigid; otherwise at least [`MIN_CONTACT_HERTZ`].
         static_hertz: f32,
         /// Damping ratio of contacts against static geometry. Default 5.
         static_damping_ratio: f32,
@@ -93,11 +94,30 @@ pub struct SolverSettings {
     /// Rounds of the parallel coloring per step (seeded from the last step's colors, so a
     /// settled scene needs one). Default 8.
     pub coloring_rounds: u32,
-    /// Worker threads of the CPU solver; 0 takes one per core. Default 0. Every stage that
-    /// splits its work over threads splits items that are independent (pairs, manifolds of one
-    /// color, bodies), so the results are bit for bit the same for every thread count. The GPU
-    /// solver ignores it.
+    /// Worker threads of the CPU solver; 0 takes one per core. Default 0, at most
+    /// [`MAX_CPU_THREADS`]. Every stage that splits its work over threads splits items that are
+    /// independent (pairs, manifolds of one color, bodies), so the results are bit for bit the
+    /// same for every thread count; when the system cannot start the workers, the solver logs a
+    /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
     pub cpu_threads: u32,
+}
+
+/// The most worker threads [`SolverSettings::cpu_threads`] may ask for: more than today's
+/// machines have cores, few enough that a mistyped count is refused instead of starting that
+/// many threads.
+pub const MAX_CPU_THREADS: u32 = 1024;
+
+/// The softest soft contact, Hz: below it a contact's mass scale nears the smallest float and
+/// its compliance (`impulse scale / mass scale`) overflows. 0 means rigid.
+pub const MIN_CONTACT_HERTZ: f32 = 1e-3;
+
+/// A contact frequency: 0 (rigid) or at least [`MIN_CONTACT_HERTZ`].
+fn check_hertz(what: &'static str, hertz: f32) -> Result<()> {
+    check_non_negative(what, hertz)?;
+    if hertz > 0.0 && hertz < MIN_CONTACT_HERTZ {
+        return Err(Error::OutOfRange { what, range: "0 or [0.001, inf)", value: hertz });
+    }
+    Ok(())
 }
 
 /// How constraints between bodies are solved.
@@ -198,14 +218,17 @@ impl WorldDesc {
         if s.max_colors == 0 || s.max_colors > crate::layout::MAX_COLORS {
             return Err(Error::OutOfRange { what: "max colors", range: "[1, 32]", value: s.max_colors as f32 });
         }
+        if s.cpu_threads > MAX_CPU_THREADS {
+            return Err(Error::OutOfRange { what: "CPU threads", range: "[0, 1024]", value: s.cpu_threads as f32 });
+        }
         if s.coloring_rounds == 0 {
             return Err(Error::OutOfRange { what: "coloring rounds", range: "[1, inf)", value: 0.0 });
         }
         match s.stabilization {
             Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } => {
-                check_non_negative("contact hertz", contact_hertz)?;
+                check_hertz("contact hertz", contact_hertz)?;
                 check_non_negative("contact damping ratio", contact_damping_ratio)?;
-                check_non_negative("static contact hertz", static_hertz)?;
+                check_hertz("static contact hertz", static_hertz)?;
                 check_non_negative("static contact damping ratio", static_damping_ratio)?;
             }
             Stabilization::Baumgarte { beta, linear_slop } => {

@@ -108,6 +108,21 @@ fn bad_planes_and_settings_are_rejected() {
         Error::OutOfRange { .. }
     ));
     assert!(matches!(bad(&|d| d.solver.max_push_velocity = -1.0), Error::NonPositive { .. }));
+    assert!(matches!(bad(&|d| d.solver.cpu_threads = 1_000_000), Error::OutOfRange { what: "CPU threads", .. }));
+    let soft = |hertz: f32| Stabilization::Soft {
+        contact_hertz: hertz,
+        contact_damping_ratio: 10.0,
+        static_hertz: 60.0,
+        static_damping_ratio: 5.0,
+    };
+    assert!(matches!(bad(&|d| d.solver.stabilization = soft(1e-20)), Error::OutOfRange { what: "contact hertz", .. }));
+    assert!(matches!(bad(&|d| d.solver.stabilization = soft(-1.0)), Error::OutOfRange { what: "contact hertz", .. }));
+    let mut rigid = WorldDesc::default();
+    rigid.solver.stabilization = soft(0.0);
+    assert!(World::new(rigid).is_ok());
+    let mut most = WorldDesc::default();
+    most.solver.cpu_threads = signorini::MAX_CPU_THREADS;
+    assert!(World::new(most).is_ok());
 }
 
 #[test]

@@ -36,9 +36,9 @@ fn pyramid_of_base_20_stands_for_10_seconds() {
 /// CPU: after 2 s of settling, no box moves by 4 cm in the next 8 s and nothing penetrates by
 /// 1 cm. Measured: 27 mm (Rapier with the same settings: 48 mm); 93 mm when warm-started
 /// friction flipped with the tangent basis, 491 mm when the coarse correction moved the soft
-/// contacts' fixed point. (It still leans out of its plane and falls before 20 s; see
-/// BENCHMARKS.md.) The GPU runs the same stages (compared elsewhere); on a software adapter
-/// this scene takes seconds per step.
+/// contacts' fixed point. A tripwire for those faults, not a proof of stability: the pyramid
+/// still leans out of its plane and falls before 20 s (see BENCHMARKS.md). The GPU runs the
+/// same stages (compared elsewhere); on a software adapter this scene takes seconds per step.
 #[test]
 fn large_pyramid_stands_for_10_seconds_on_the_cpu() {
     let (world, _) = scenes::pyramid(scenes::bench_desc(), 100).unwrap();

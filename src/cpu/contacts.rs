@@ -1450,7 +1450,8 @@ mod tests {
         let mut m = manifold(tilt(-1e-6), &[point(Vec3::new(0.5, 0.3, 0.0), 1, 0.0)]);
         warm_start(&old, &mut m, 1.0);
         let after = world(&m);
-        assert!((after - before).length() < 1e-5, "friction impulse {before} became {after}");
+        // What lay along the new normal (about 1e-5 here) is dropped; a flip errs by about 10.
+        assert!((after - before).length() < 1e-4, "friction impulse {before} became {after}");
         assert!(before.length() > 5.0, "the impulse has both tangent components: {before}");
         // The same normal keeps the components as they are.
         let mut same = manifold(old.normal, &[point(Vec3::new(0.5, 0.3, 0.0), 1, 0.0)]);
