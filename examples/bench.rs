@@ -38,6 +38,8 @@ enum Scene {
     Rain,
     /// The pyramid of base 100: 5,050 boxes (`--bodies` ignored).
     LargePyramid,
+    /// A pyramid of base `--bodies` (1 to 1,000), one box thick: base (base + 1) / 2 boxes.
+    Pyramid,
     /// 14 x 14 pyramids of base 10: 10,780 boxes (`--bodies` ignored).
     ManyPyramids,
     /// 5,120 copies of a 32-point hull dropped in a column (`--bodies` ignored).
@@ -268,6 +270,10 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::Pile => scenes::box_pile(desc, args.bodies, 1),
         Scene::Rain => scenes::rain(desc, args.bodies, 1),
         Scene::LargePyramid => Ok(scenes::pyramid(desc, 100)?.0),
+        Scene::Pyramid => match args.bodies {
+            base @ 1..=1000 => Ok(scenes::pyramid(desc, base)?.0),
+            base => Err(signorini::Error::OutOfRange { what: "pyramid base", range: "[1, 1000]", value: base as f32 }),
+        },
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
