@@ -11,7 +11,7 @@ as a rigid slab (its boxes move together out of the plane); the load factor is t
 lambda with K v = lambda G v (K: the interfaces' springs, G: gravity's destabilizing
 stiffness). Below 1 the pyramid buckles: a disturbance grows instead of dying out.
 
-    python3 scripts/pyramid_buckling.py [contact_hz ...]   (needs numpy)
+    python3 scripts/pyramid_buckling.py [--base N] [contact_hz ...]   (needs numpy; base 100 by default)
 """
 import sys
 
@@ -60,6 +60,10 @@ def load_factor(contact_hz, static_hz=60.0):
 
 
 if __name__ == "__main__":
-    print(f"effective masses: box on box {box_on_box_mass():.1f} kg, box on ground {box_on_ground_mass():.1f} kg")
-    for hz in [float(a) for a in sys.argv[1:]] or [30.0, 60.0, 120.0, 240.0]:
+    args = sys.argv[1:]
+    if args[:1] == ["--base"]:
+        BASE = int(args[1])
+        args = args[2:]
+    print(f"base {BASE}: effective masses: box on box {box_on_box_mass():.1f} kg, box on ground {box_on_ground_mass():.1f} kg")
+    for hz in [float(a) for a in args] or [30.0, 60.0, 120.0, 240.0]:
         print(f"contacts at {hz:5.0f} Hz: buckling load factor {load_factor(hz):.3f}")
