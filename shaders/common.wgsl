@@ -299,6 +299,13 @@ fn tangent_basis(n: vec3<f32>) -> Basis {
     return Basis(vec3<f32>(1.0 + sign * n.x * n.x * a, sign * b, -sign * n.x), vec3<f32>(b, sign + n.y * n.y * a, -n.y));
 }
 
+// The compliance of a soft contact of inverse effective mass `k` with the mass and impulse
+// scales `contact_bias` gave it: its update is the Gauss-Seidel step on `v + b + c a = 0`.
+// Twin of `contact_compliance`; the coarse corrections of the static and manifold solves use it.
+fn contact_compliance(mass_scale: f32, impulse_scale: f32, k: f32) -> f32 {
+    return impulse_scale * k * (1.0 / mass_scale);
+}
+
 // A friction impulse (j1, j2) in the tangent basis of `old_normal`, re-expressed in the basis
 // of `normal` through world space (the basis turns across n.z = 0). Twin of
 // `carry_tangent_impulse`.

@@ -119,12 +119,6 @@ fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k11: f32, k12: f32, k22
     return vec2<f32>(g1, g2);
 }
 
-// The compliance of a soft contact of inverse effective mass `k` with the coefficients
-// `contact_bias` gave it (`bias_rate` holds the bias). Twin of `contact_compliance`.
-fn contact_compliance(b: Soft, k: f32) -> f32 {
-    return b.impulse_scale * k * (1.0 / b.mass_scale);
-}
-
 // Centroid step of the coarse correction, the Galerkin projection of the points' soft system
 // onto "the same impulse on each": (impulse per point, smallest impulse). `bias` and `k_n` are
 // each point's coefficients and inverse effective mass.
@@ -146,7 +140,7 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<fu
         ra += g.ra;
         rb += g.rb;
         let b = (*bias)[k];
-        let c_k = contact_compliance(b, (*k_n)[k]);
+        let c_k = contact_compliance(b.mass_scale, b.impulse_scale, (*k_n)[k]);
         residual += b.bias_rate + c_k * c.normal_impulse;
         compliance += c_k;
         j_min = min(j_min, c.normal_impulse);

@@ -56,12 +56,6 @@ fn lever(sb: SolverBody, c: StaticContact, n: vec3<f32>, radius: f32) -> vec3<f3
     return rotate(sb.delta_rotation, c.anchor + n * radius) - n * radius;
 }
 
-// The compliance of a soft contact of inverse effective mass `k`: its update is the
-// Gauss-Seidel step on `v + b + c a = 0`. Twin of `contact_compliance`.
-fn contact_compliance(b: Bias, k: f32) -> f32 {
-    return b.impulse_scale * k * (1.0 / b.mass_scale);
-}
-
 // Centroid step of the coarse correction over one plane's active contacts (all of them, or only
 // the loaded ones), the Galerkin projection of their soft system onto "the same impulse on
 // each": returns (impulse per contact, smallest impulse). Twin of `coarse_correction`.
@@ -79,7 +73,7 @@ fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: ve
         count += 1.0;
         r_sum += lever(sb, c, n, sh.radius);
         let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
-        let c_i = contact_compliance(b, 1.0 / c.normal_mass);
+        let c_i = contact_compliance(b.mass_scale, b.impulse_scale, 1.0 / c.normal_mass);
         residual += b.bias + c_i * c.normal_impulse;
         compliance += c_i;
         j_min = min(j_min, c.normal_impulse);

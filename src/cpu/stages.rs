@@ -307,8 +307,7 @@ fn contact_bias(p: &StepParams, s: f32, use_bias: bool) -> (f32, f32, f32) {
 /// `contact_bias` gave it: since `mass_scale + impulse_scale = 1`, its update
 /// `Δa = -mass_scale (v + b) / k - impulse_scale a` is the Gauss-Seidel step
 /// `-(v + b + c a) / (k + c)` on `v + b + c a = 0`, with `c = impulse_scale k / mass_scale`
-/// (zero for a rigid contact). Twin of `contact_compliance` in shaders/solve_static.wgsl and
-/// shaders/solve_contacts.wgsl.
+/// (zero for a rigid contact). Twin of `contact_compliance` in shaders/common.wgsl.
 #[inline]
 pub(crate) fn contact_compliance(mass_scale: f32, impulse_scale: f32, k: f32) -> f32 {
     impulse_scale * k * (1.0 / mass_scale)
