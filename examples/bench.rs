@@ -127,6 +127,10 @@ struct Args {
     /// same bits for every count.
     #[arg(long)]
     cpu_threads: Option<u32>,
+    /// Tilts the dynamic bodies rigidly about the x axis through the origin by this angle,
+    /// rad, before the run: a seeded disturbance for stability tests (both engines).
+    #[arg(long, default_value_t = 0.0)]
+    tilt: f32,
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
@@ -266,7 +270,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
     {
         *contact_hertz = hz;
     }
-    match args.scene {
+    let world = match args.scene {
         Scene::Pile => scenes::box_pile(desc, args.bodies, 1),
         Scene::Rain => scenes::rain(desc, args.bodies, 1),
         Scene::LargePyramid => Ok(scenes::pyramid(desc, 100)?.0),
@@ -278,7 +282,11 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
+    }?;
+    if args.tilt == 0.0 {
+        return Ok(world);
     }
+    scenes::tilted(&world, args.tilt)
 }
 
 /// Total mechanical energy of the dynamic bodies and particles (kinetic plus potential in

@@ -1,4 +1,4 @@
-// Bindings of the manifold stages (compaction, adjacency, coloring, bucketing): 7 storage buffers.
+// Bindings of the manifold stages (compaction, adjacency, coloring, bucketing): 8 storage buffers.
 
 struct Index {
     value: u32,
@@ -14,6 +14,7 @@ struct Index {
 @group(0) @binding(7) var<storage, read_write> work: array<u32>;
 @group(0) @binding(8) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(9) var<storage, read_write> args: array<u32>;
+@group(0) @binding(10) var<storage, read> bodies: array<Body>;
 
 fn is_dynamic(body: u32) -> bool {
     return props[body].kind == KIND_DYNAMIC;

@@ -146,8 +146,8 @@ struct ManifoldPoint {
     approach_velocity: f32,
     restitution_impulse: f32,
     key: u32,
-    _pad0: u32,
-    _pad1: u32,
+    anchor_a: array<f32, 3>,
+    anchor_b: array<f32, 3>,
 }
 
 struct Manifold {
@@ -161,6 +161,10 @@ struct Manifold {
     radius_a: f32,
     radius_b: f32,
     absorbed: f32,
+    frame_kept: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
     points: array<ManifoldPoint, 4>,
 }
 
@@ -245,6 +249,15 @@ fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
 
 fn rotate_inv(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
     return rotate(vec4<f32>(-q.xyz, q.w), v);
+}
+
+// A manifold point's anchors are stored as `array<f32, 3>` (no padding).
+fn from_array3(a: array<f32, 3>) -> vec3<f32> {
+    return vec3<f32>(a[0], a[1], a[2]);
+}
+
+fn to_array3(v: vec3<f32>) -> array<f32, 3> {
+    return array<f32, 3>(v.x, v.y, v.z);
 }
 
 fn quat_mul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {

@@ -76,6 +76,79 @@ fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
     }
 }
 
+// A new contact frame for a polytope manifold (cores on each body's surface): anchors in the
+// bodies' frames, both cores at the midpoint of the surface points. Twin of `fresh_frame` in
+// src/cpu/contacts.rs.
+fn fresh_frame(m: ptr<function, Manifold>) {
+    let a = bodies[(*m).body_a];
+    let b = bodies[(*m).body_b];
+    let n = (*m).normal;
+    for (var k = 0u; k < (*m).count; k++) {
+        let c = (*m).points[k];
+        let separation = c.base_separation + dot3(n, c.core_b - c.core_a);
+        let half_gap = 0.5 * ((b.position + c.core_b) - (a.position + c.core_a));
+        (*m).points[k].anchor_a = to_array3(rotate_inv(a.orientation, c.core_a));
+        (*m).points[k].anchor_b = to_array3(rotate_inv(b.orientation, c.core_b));
+        (*m).points[k].core_a = c.core_a + half_gap;
+        (*m).points[k].core_b = c.core_b - half_gap;
+        (*m).points[k].base_separation = separation - dot3(n, (c.core_b - half_gap) - (c.core_a + half_gap));
+    }
+}
+
+// Keeps last step's contact frame of a resting pair of polytopes (normal, lever arms in the
+// cores, anchors), the separations measured between the old anchors, and says whether it did.
+// Twin of `keep_frame` in src/cpu/contacts.rs.
+fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
+    if (*m).radius_a != 0.0 || (*m).radius_b != 0.0 || prev.count != (*m).count || dot3(prev.normal, (*m).normal) < FRAME_MIN_COS {
+        return false;
+    }
+    let a = bodies[(*m).body_a];
+    let b = bodies[(*m).body_b];
+    var source = array<u32, 4>(0u, 0u, 0u, 0u);
+    var anchors_a: array<vec3<f32>, 4>;
+    var anchors_b: array<vec3<f32>, 4>;
+    let limit = FRAME_DRIFT * FRAME_DRIFT;
+    for (var k = 0u; k < (*m).count; k++) {
+        var found = NO_POINT;
+        for (var j = 0u; j < prev.count; j++) {
+            if prev.points[j].key == (*m).points[k].key {
+                found = j;
+                break;
+            }
+        }
+        if found == NO_POINT {
+            return false;
+        }
+        let q = prev.points[found];
+        let c = (*m).points[k];
+        let anchor_a = rotate(a.orientation, from_array3(q.anchor_a));
+        let anchor_b = rotate(b.orientation, from_array3(q.anchor_b));
+        let da = anchor_a - c.core_a;
+        let db = anchor_b - c.core_b;
+        let ea = q.core_a - c.core_a;
+        let eb = q.core_b - c.core_b;
+        if !(dot3(da, da) <= limit && dot3(db, db) <= limit && dot3(ea, ea) <= limit && dot3(eb, eb) <= limit) {
+            return false;
+        }
+        source[k] = found;
+        anchors_a[k] = anchor_a;
+        anchors_b[k] = anchor_b;
+    }
+    let n = prev.normal;
+    (*m).normal = n;
+    (*m).frame_kept = 1u;
+    for (var k = 0u; k < (*m).count; k++) {
+        let q = prev.points[source[k]];
+        let separation = dot3(n, (b.position + anchors_b[k]) - (a.position + anchors_a[k]));
+        (*m).points[k].core_a = q.core_a;
+        (*m).points[k].core_b = q.core_b;
+        (*m).points[k].anchor_a = q.anchor_a;
+        (*m).points[k].anchor_b = q.anchor_b;
+        (*m).points[k].base_separation = separation - dot3(n, q.core_b - q.core_a);
+    }
+    return true;
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -94,6 +167,13 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     }
     var m = candidates[p];
     let old = find_previous(m.body_a, m.body_b);
+    var kept = false;
+    if old >= 0 {
+        kept = keep_frame(previous[u32(old)], &m);
+    }
+    if !kept && m.radius_a == 0.0 && m.radius_b == 0.0 {
+        fresh_frame(&m);
+    }
     if old >= 0 {
         let prev = previous[u32(old)];
         m.color = prev.color;

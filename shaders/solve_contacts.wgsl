@@ -81,17 +81,28 @@ struct Geometry {
     separation: f32,
 }
 
-// Levers to the midpoint of the two surface points; separation from the cores' motion.
+// Levers to the midpoint of the two surface points; between polytopes the cores are that
+// midpoint, not turned within the step and moved by half the bodies' relative motion since its
+// start, or, in a kept frame, left as they are. Separation from the cores' motion. Twin of
+// `geometry` in src/cpu/contacts.rs.
 fn geometry_of(m: Manifold, c: ManifoldPoint) -> Geometry {
     let n = m.normal;
     let sa = solver_bodies[m.body_a];
     let sb = solver_bodies[m.body_b];
     let ca = rotate(sa.delta_rotation, c.core_a);
     let cb = rotate(sb.delta_rotation, c.core_b);
+    let separation = c.base_separation + dot3(n, (sb.delta_position + cb) - (sa.delta_position + ca));
+    if m.frame_kept != 0u {
+        return Geometry(c.core_a, c.core_b, separation);
+    }
+    if m.radius_a == 0.0 && m.radius_b == 0.0 {
+        let half = 0.5 * (sb.delta_position - sa.delta_position);
+        return Geometry(c.core_a + half, c.core_b - half, separation);
+    }
     let surface_a = ca + n * m.radius_a;
     let surface_b = cb - n * m.radius_b;
     let half_gap = 0.5 * ((bodies[m.body_b].position + surface_b) - (bodies[m.body_a].position + surface_a));
-    return Geometry(surface_a + half_gap, surface_b - half_gap, c.base_separation + dot3(n, (sb.delta_position + cb) - (sa.delta_position + ca)));
+    return Geometry(surface_a + half_gap, surface_b - half_gap, separation);
 }
 
 fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {

@@ -236,8 +236,11 @@ pub struct GpuPair {
 const _: () = assert!(size_of::<GpuPair>() == 8);
 
 /// One contact of a body-body manifold. The contact's current separation is
-/// `base_separation + n · ((Δp_b + Δq_b core_b) - (Δp_a + Δq_a core_a))`; its lever arms are
-/// `Δq_a core_a + r_a n` and `Δq_b core_b - r_b n`. 64 bytes.
+/// `base_separation + n · ((Δp_b + Δq_b core_b) - (Δp_a + Δq_a core_a))`. Between polytopes
+/// (no radius) the cores are the lever arms, meeting at one point, and a resting pair keeps
+/// its normal, cores and anchors from step to step (see `collide::FRAME_DRIFT`); between
+/// rounded shapes the lever arms reach the midpoint of `Δq_a core_a + r_a n` and
+/// `Δq_b core_b - r_b n`. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuManifoldPoint {
@@ -261,14 +264,15 @@ pub struct GpuManifoldPoint {
     pub restitution_impulse: f32,
     /// Feature key (see `collide`).
     pub key: u32,
-    /// Unused.
-    pub _pad0: u32,
-    /// Unused.
-    pub _pad1: u32,
+    /// The point on A's surface where the contact frame was taken, in A's body frame, m
+    /// (WGSL `array<f32, 3>`: no padding).
+    pub anchor_a: Vec3,
+    /// The point on B's surface where the contact frame was taken, in B's body frame, m.
+    pub anchor_b: Vec3,
 }
-const _: () = assert!(size_of::<GpuManifoldPoint>() == 64);
+const _: () = assert!(size_of::<GpuManifoldPoint>() == 80);
 
-/// A manifold between bodies `body_a < body_b`: up to four contacts sharing a normal. 304 bytes.
+/// A manifold between bodies `body_a < body_b`: up to four contacts sharing a normal. 384 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuManifold {
@@ -293,10 +297,20 @@ pub struct GpuManifold {
     /// Kinetic energy the manifold's impulses took from the pair this step (minus their work),
     /// J: restitution gives back at most `e²` of it.
     pub absorbed: f32,
+    /// 1 when the manifold kept last step's contact frame (see `collide::FRAME_DRIFT`): its
+    /// lever arms stay as they are through the step. 0: they follow the bodies' relative
+    /// motion, meeting at one point.
+    pub frame_kept: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// Unused.
+    pub _pad1: u32,
+    /// Unused.
+    pub _pad2: u32,
     /// The contacts.
     pub points: [GpuManifoldPoint; 4],
 }
-const _: () = assert!(size_of::<GpuManifold>() == 304);
+const _: () = assert!(size_of::<GpuManifold>() == 384);
 
 /// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
 /// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:

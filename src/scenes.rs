@@ -168,6 +168,37 @@ pub fn pyramid(desc: WorldDesc, base: usize) -> Result<(World, crate::BodyHandle
     Ok((world, top.expect("base > 0")))
 }
 
+/// A copy of `world` with its dynamic bodies and particles turned rigidly by `angle` rad about
+/// the x axis through the origin (positions, orientations and velocities): a seeded disturbance
+/// for stability tests. A pyramid, built in the xy plane, leans out of its plane; the static
+/// bodies, planes and SDF colliders stay where they are.
+pub fn tilted(world: &World, angle: f32) -> Result<World> {
+    let turn = Quat::from_rotation_x(angle);
+    let mut out = World::new(*world.desc())?;
+    for i in 0..world.body_count() {
+        let mut body = world.body(crate::BodyHandle::from_index(i))?.clone();
+        if body.kind == crate::BodyKind::Dynamic {
+            body.position = turn * body.position;
+            body.orientation = turn * body.orientation;
+            body.linear_velocity = turn * body.linear_velocity;
+            body.angular_velocity = turn * body.angular_velocity;
+        }
+        out.add_body(body)?;
+    }
+    for k in 0..world.plane_count() {
+        out.add_plane(*world.plane(crate::PlaneHandle::from_index(k))?)?;
+    }
+    for k in 0..world.sdf_count() {
+        out.add_sdf(world.sdf(crate::SdfHandle::from_index(k))?.clone())?;
+    }
+    out.add_particles(world.particles().iter().map(|p| crate::Particle {
+        position: turn * p.position,
+        velocity: turn * p.velocity,
+        ..*p
+    }))?;
+    Ok(out)
+}
+
 /// `many_pyramids`: 14 x 14 pyramids of base 10 (10,780 boxes) on the ground with G = 77.
 pub fn many_pyramids(desc: WorldDesc) -> Result<World> {
     let mut world = World::new(desc)?;

@@ -123,15 +123,31 @@ fn host_structs_match_wgsl_layout() {
             approach_velocity,
             restitution_impulse,
             key,
-            _pad0,
-            _pad1
+            anchor_a,
+            anchor_b
         ]
     );
     check_struct!(
         &module,
         "Manifold",
         GpuManifold,
-        [body_a, body_b, count, color, normal, friction, restitution, radius_a, radius_b, absorbed, points]
+        [
+            body_a,
+            body_b,
+            count,
+            color,
+            normal,
+            friction,
+            restitution,
+            radius_a,
+            radius_b,
+            absorbed,
+            frame_kept,
+            _pad0,
+            _pad1,
+            _pad2,
+            points
+        ]
     );
     check_struct!(
         &module,

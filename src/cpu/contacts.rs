@@ -6,13 +6,15 @@ use glam::{Mat3, Vec3, Vec4};
 use rayon::prelude::*;
 
 use super::stages::contact_compliance;
-use crate::collide::{NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached};
+use crate::collide::{
+    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
+};
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuPair, GpuShape, GpuSolverBody, KIND_DYNAMIC,
     OVERFLOW_COLOR, StepParams,
 };
-use crate::math::{carry_tangent_impulse, kinetic_energy, rotate, tangent_basis, world_inverse_inertia};
+use crate::math::{carry_tangent_impulse, kinetic_energy, rotate, rotate_inv, tangent_basis, world_inverse_inertia};
 
 /// Per-step contact data, kept between steps for warm starting and coloring seeds. The vectors
 /// keep their capacity, so a step allocates only when a scene grows.
@@ -610,10 +612,75 @@ fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32) -> (G
             ..GpuManifoldPoint::default()
         };
     }
+    if polytopes(&m) && !old.is_some_and(|old| keep_frame(old, &mut m, ba, bb)) {
+        fresh_frame(&mut m, ba, bb);
+    }
     if let Some(old) = old {
         warm_start(old, &mut m, p.warm_start_scale);
     }
     (m, face)
+}
+
+/// Takes a new contact frame for a polytope manifold as the narrow phase found it (cores on
+/// each body's surface): each point's anchors are its surface points in the bodies' frames,
+/// and both cores move to the midpoint of the two surface points (the lever arms of
+/// `geometry`), the separation kept. Twin of `fresh_frame` in shaders/manifolds.wgsl.
+pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
+    let n = m.normal;
+    for c in &mut m.points[..m.count as usize] {
+        c.anchor_a = rotate_inv(a.orientation, c.core_a);
+        c.anchor_b = rotate_inv(b.orientation, c.core_b);
+        let separation = c.base_separation + n.dot(c.core_b - c.core_a);
+        let half_gap = 0.5 * ((b.position + c.core_b) - (a.position + c.core_a));
+        c.core_a += half_gap;
+        c.core_b -= half_gap;
+        c.base_separation = separation - n.dot(c.core_b - c.core_a);
+    }
+}
+
+/// Keeps last step's contact frame of a resting pair of polytopes ("anchor freezing") and
+/// returns whether it did: when every new point (cores on each body's surface, as the narrow
+/// phase found them) has an old point with its key whose anchors and lever arms are within
+/// [`FRAME_DRIFT`] of the new surface points, and the normal turned less than
+/// [`FRAME_MIN_COS`] allows, the manifold takes the old normal, lever arms and anchors, and its
+/// separations are measured between the old anchors along the old normal. Re-deriving them
+/// each step from the bodies' poses makes the heavy impulses of a tall stack push along a
+/// frame that follows its lean: an energy pump that tipped the large pyramid over in 18 s (see
+/// BENCHMARKS.md, "Standing"). Rounded shapes roll, moving the contact over their surface:
+/// they always take a new frame. Twin of `keep_frame` in shaders/manifolds.wgsl.
+pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) -> bool {
+    if !polytopes(m) || old.count != m.count || old.normal.dot(m.normal) < FRAME_MIN_COS {
+        return false;
+    }
+    let count = m.count as usize;
+    let near = |x: Vec3, y: Vec3| (x - y).length_squared() <= FRAME_DRIFT * FRAME_DRIFT;
+    // Per point: the old point, and where its anchors are now (offsets from the centres).
+    let mut kept = [(0, Vec3::ZERO, Vec3::ZERO); crate::collide::MAX_MANIFOLD_POINTS];
+    for (kept, c) in kept.iter_mut().zip(&m.points[..count]) {
+        let Some(j) = old.points[..count].iter().position(|q| q.key == c.key) else {
+            return false;
+        };
+        let q = &old.points[j];
+        let (anchor_a, anchor_b) = (rotate(a.orientation, q.anchor_a), rotate(b.orientation, q.anchor_b));
+        if !(near(anchor_a, c.core_a)
+            && near(anchor_b, c.core_b)
+            && near(q.core_a, c.core_a)
+            && near(q.core_b, c.core_b))
+        {
+            return false;
+        }
+        *kept = (j, anchor_a, anchor_b);
+    }
+    let n = old.normal;
+    m.normal = n;
+    m.frame_kept = 1;
+    for (c, &(j, anchor_a, anchor_b)) in m.points[..count].iter_mut().zip(&kept) {
+        let q = &old.points[j];
+        let separation = n.dot((b.position + anchor_b) - (a.position + anchor_a));
+        (c.core_a, c.core_b, c.anchor_a, c.anchor_b) = (q.core_a, q.core_b, q.anchor_a, q.anchor_b);
+        c.base_separation = separation - n.dot(c.core_b - c.core_a);
+    }
+    true
 }
 
 /// Seeds a new manifold's impulses from last step's manifold of the same pair: each point
@@ -1103,12 +1170,23 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
 /// Lever arms and current separation of a manifold point. Both lever arms reach the same world
 /// point, midway between the two surface points, so that equal and opposite impulses exert no
 /// net torque and the pair conserves angular momentum (levers to each body's own surface point
-/// made friction a torque couple: 4 % of a cloud's angular momentum lost in 2 s).
+/// made friction a torque couple: 4 % of a cloud's angular momentum lost in 2 s). Between
+/// polytopes the cores are that midpoint when the narrow phase found the point: the levers do
+/// not turn with the bodies within the step and follow half their relative motion since its
+/// start, so they meet there still; a kept frame (see `keep_frame`) keeps its levers as they
+/// are, which met when the frame was taken. Between rounded shapes the midpoint is taken anew
+/// from the cores as the bodies move.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Geometry {
     pub(crate) ra: Vec3,
     pub(crate) rb: Vec3,
     pub(crate) separation: f32,
+}
+
+/// Whether a manifold is between two polytopes (no radius): its cores are its lever arms.
+#[inline]
+pub(crate) fn polytopes(m: &GpuManifold) -> bool {
+    m.radius_a == 0.0 && m.radius_b == 0.0
 }
 
 #[inline]
@@ -1117,13 +1195,17 @@ fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
     let (a, b) = (m.body_a as usize, m.body_b as usize);
     let (sa, sb) = (&w.solver_bodies[a], &w.solver_bodies[b]);
     let (ca, cb) = (rotate(sa.delta_rotation, c.core_a), rotate(sb.delta_rotation, c.core_b));
-    let (surface_a, surface_b) = (ca + n * m.radius_a, cb - n * m.radius_b);
-    let half_gap = 0.5 * ((w.bodies[b].position + surface_b) - (w.bodies[a].position + surface_a));
-    Geometry {
-        ra: surface_a + half_gap,
-        rb: surface_b - half_gap,
-        separation: c.base_separation + n.dot((sb.delta_position + cb) - (sa.delta_position + ca)),
-    }
+    let (ra, rb) = if m.frame_kept != 0 {
+        (c.core_a, c.core_b)
+    } else if polytopes(m) {
+        let half = 0.5 * (sb.delta_position - sa.delta_position);
+        (c.core_a + half, c.core_b - half)
+    } else {
+        let (surface_a, surface_b) = (ca + n * m.radius_a, cb - n * m.radius_b);
+        let half_gap = 0.5 * ((w.bodies[b].position + surface_b) - (w.bodies[a].position + surface_a));
+        (surface_a + half_gap, surface_b - half_gap)
+    };
+    Geometry { ra, rb, separation: c.base_separation + n.dot((sb.delta_position + cb) - (sa.delta_position + ca)) }
 }
 
 /// Applies `impulse` to B at a contact (its opposite to A) and returns its work on the pair,
@@ -1432,6 +1514,80 @@ mod tests {
         let mut m = manifold(turned, &[new_points[1], new_points[3]]);
         warm_start(&old, &mut m, 0.5);
         assert_eq!([m.points[0].normal_impulse, m.points[1].normal_impulse], [0.0, 15.0]);
+    }
+
+    /// A resting pair of polytopes keeps last step's normal, lever arms and anchors, its
+    /// separations measured between the old anchors; a slip or turn beyond the bounds, a lost
+    /// key or a rounded shape takes the new frame.
+    #[test]
+    fn resting_polytopes_keep_their_contact_frame() {
+        // A sits at the origin; B, a unit cube, rests on it 1 mm deep, turned 2e-4 rad about x.
+        let a = GpuBody { orientation: glam::Quat::IDENTITY, ..Default::default() };
+        let q_b = Quat::from_rotation_x(2e-4);
+        let b = GpuBody { position: Vec3::new(0.0, 0.999, 0.0), orientation: q_b, ..Default::default() };
+        let corners = [Vec3::new(-0.5, 0.5, -0.5), Vec3::new(0.5, 0.5, -0.5), Vec3::new(0.5, 0.5, 0.5)];
+        // Last step: the frame taken when both were upright, the normal exactly +y.
+        let mut old = manifold(Vec3::Y, &[]);
+        old.count = 3;
+        for (k, &c) in corners.iter().enumerate() {
+            old.points[k] = GpuManifoldPoint {
+                core_a: c,
+                core_b: c - Vec3::Y,
+                anchor_a: c,
+                anchor_b: c - Vec3::Y,
+                key: k as u32,
+                ..Default::default()
+            };
+        }
+        // Now: the narrow phase's frame follows B's turn (normal from B's face, cores where the
+        // corners are now).
+        let fresh = |drift: Vec3| {
+            let n = q_b * Vec3::Y;
+            let mut m = manifold(n, &[]);
+            m.count = 3;
+            for (k, &c) in corners.iter().enumerate() {
+                let core_b = q_b * (c - Vec3::Y) + drift;
+                let core_a = b.position + core_b;
+                m.points[k] = GpuManifoldPoint {
+                    core_a,
+                    core_b,
+                    anchor_a: core_a,
+                    anchor_b: rotate_inv(q_b, core_b),
+                    key: k as u32,
+                    ..Default::default()
+                };
+            }
+            m
+        };
+        let mut m = fresh(Vec3::ZERO);
+        assert!(keep_frame(&old, &mut m, &a, &b));
+        assert_eq!((m.normal, m.frame_kept), (Vec3::Y, 1));
+        for (k, c) in m.points[..3].iter().enumerate() {
+            assert_eq!((c.anchor_a, c.anchor_b), (corners[k], corners[k] - Vec3::Y));
+            assert_eq!((c.core_a, c.core_b), (corners[k], corners[k] - Vec3::Y));
+            // Between the old anchors: B's anchor is at 0.999 + q_b (c - y) ; the separation at
+            // the start of the step is its height above A's anchor.
+            let s = c.base_separation + m.normal.dot(c.core_b - c.core_a);
+            let expected = (b.position + q_b * (corners[k] - Vec3::Y)).y - corners[k].y;
+            assert!((s - expected).abs() < 1e-6, "point {k}: separation {s}, expected {expected}");
+        }
+        // B slipped 6 mm along x: a new frame.
+        let mut slipped = fresh(Vec3::new(1.2 * FRAME_DRIFT, 0.0, 0.0));
+        let before = slipped;
+        assert!(!keep_frame(&old, &mut slipped, &a, &b));
+        assert_eq!(slipped, before);
+        // A key the old manifold lacks: a new frame.
+        let mut renamed = fresh(Vec3::ZERO);
+        renamed.points[2].key = 9;
+        let before = renamed;
+        assert!(!keep_frame(&old, &mut renamed, &a, &b));
+        assert_eq!(renamed, before);
+        // Rounded shapes roll: never kept.
+        let mut rounded = fresh(Vec3::ZERO);
+        rounded.radius_b = 0.1;
+        let before = rounded;
+        assert!(!keep_frame(&old, &mut rounded, &a, &b));
+        assert_eq!(rounded, before);
     }
 
     /// A friction impulse warm-starts in the same world direction when the normal dithers

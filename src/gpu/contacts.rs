@@ -274,7 +274,7 @@ impl GpuContacts {
 
         let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
         let pairs_slots = [Slot::Uniform, Slot::Uniform, ro, ro, ro, ro, ro, rw, rw, rw];
-        let manifold_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, ro, ro, ro, rw, rw, rw, rw];
+        let manifold_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, ro, ro, ro, rw, rw, rw, rw, ro];
         let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, ro, rw, rw, rw, rw];
         let pairs_layout = kernels::layout(device, "pairs", &pairs_slots);
         let manifold_layout = kernels::layout(device, "manifolds", &manifold_slots);
@@ -306,7 +306,19 @@ impl GpuContacts {
                 "manifolds",
                 &manifold_layout,
                 &manifold_slots,
-                &[s.params, &layout_buffer, &index, s.props, &candidates, previous, current, &work, &counters, &args],
+                &[
+                    s.params,
+                    &layout_buffer,
+                    &index,
+                    s.props,
+                    &candidates,
+                    previous,
+                    current,
+                    &work,
+                    &counters,
+                    &args,
+                    s.bodies,
+                ],
             )
         });
         let solve_groups = [0, 1].map(|k| {

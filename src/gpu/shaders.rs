@@ -4,7 +4,8 @@
 
 use crate::collide::{
     CLIP_TOLERANCE, EDGE_FLOOR_MIN_EDGES, EDGE_FLOOR_MIN_SLACK, EDGE_FLOOR_SLACK, EDGE_PARALLEL_SIN, EDGE_TOLERANCE,
-    FACE_OF_B, FACE_TOLERANCE, MAX_CLIP_POINTS, NO_FACE, WARM_START_MIN_COS, WARM_START_RADIUS,
+    FACE_OF_B, FACE_TOLERANCE, FRAME_DRIFT, FRAME_MIN_COS, MAX_CLIP_POINTS, NO_FACE, WARM_START_MIN_COS,
+    WARM_START_RADIUS,
 };
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
@@ -128,6 +129,8 @@ pub fn header() -> String {
          const NO_FACE: u32 = {NO_FACE}u;\n\
          const FACE_OF_B: u32 = {FACE_OF_B}u;\n\
          const WARM_START_MIN_COS: f32 = {WARM_START_MIN_COS:?};\n\
+         const FRAME_DRIFT: f32 = {FRAME_DRIFT:?};\n\
+         const FRAME_MIN_COS: f32 = {FRAME_MIN_COS:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
          const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
