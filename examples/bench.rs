@@ -212,6 +212,8 @@ struct Report {
     backend: String,
     software_adapter: bool,
     scene: Scene,
+    /// The `--tilt` disturbance, rad (0: the scene as built).
+    tilt: f32,
     solver: SolverKind,
     bodies: usize,
     particles: usize,
@@ -458,6 +460,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         backend,
         software_adapter: software,
         scene: args.scene,
+        tilt: args.tilt,
         solver: args.solver,
         bodies: world.body_count(),
         particles: world.particle_count(),
