@@ -86,7 +86,7 @@ fn fresh_frame(m: ptr<function, Manifold>) {
     for (var k = 0u; k < (*m).count; k++) {
         let c = (*m).points[k];
         let separation = c.base_separation + dot3(n, c.core_b - c.core_a);
-        let half_gap = 0.5 * ((b.position + c.core_b) - (a.position + c.core_a));
+        let half_gap = 0.5 * ((b.position - a.position) + (c.core_b - c.core_a));
         (*m).points[k].anchor_a = to_array3(rotate_inv(a.orientation, c.core_a));
         (*m).points[k].anchor_b = to_array3(rotate_inv(b.orientation, c.core_b));
         (*m).points[k].core_a = c.core_a + half_gap;
@@ -105,6 +105,7 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     let a = bodies[(*m).body_a];
     let b = bodies[(*m).body_b];
     var source = array<u32, 4>(0u, 0u, 0u, 0u);
+    var taken = array<bool, 4>(false, false, false, false);
     var anchors_a: array<vec3<f32>, 4>;
     var anchors_b: array<vec3<f32>, 4>;
     let limit = FRAME_DRIFT * FRAME_DRIFT;
@@ -116,17 +117,19 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
                 break;
             }
         }
-        if found == NO_POINT {
+        if found == NO_POINT || taken[found] {
             return false;
         }
+        taken[found] = true;
         let q = prev.points[found];
         let c = (*m).points[k];
         let anchor_a = rotate(a.orientation, from_array3(q.anchor_a));
         let anchor_b = rotate(b.orientation, from_array3(q.anchor_b));
+        let half_gap = 0.5 * ((b.position - a.position) + (c.core_b - c.core_a));
         let da = anchor_a - c.core_a;
         let db = anchor_b - c.core_b;
-        let ea = q.core_a - c.core_a;
-        let eb = q.core_b - c.core_b;
+        let ea = q.core_a - (c.core_a + half_gap);
+        let eb = q.core_b - (c.core_b - half_gap);
         if !(dot3(da, da) <= limit && dot3(db, db) <= limit && dot3(ea, ea) <= limit && dot3(eb, eb) <= limit) {
             return false;
         }
@@ -139,7 +142,7 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     (*m).frame_kept = 1u;
     for (var k = 0u; k < (*m).count; k++) {
         let q = prev.points[source[k]];
-        let separation = dot3(n, (b.position + anchors_b[k]) - (a.position + anchors_a[k]));
+        let separation = dot3(n, (b.position - a.position) + (anchors_b[k] - anchors_a[k]));
         (*m).points[k].core_a = q.core_a;
         (*m).points[k].core_b = q.core_b;
         (*m).points[k].anchor_a = q.anchor_a;

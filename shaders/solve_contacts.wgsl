@@ -81,9 +81,8 @@ struct Geometry {
     separation: f32,
 }
 
-// Levers to the midpoint of the two surface points; between polytopes the cores are that
-// midpoint, not turned within the step and moved by half the bodies' relative motion since its
-// start, or, in a kept frame, left as they are. Separation from the cores' motion. Twin of
+// Levers to the midpoint of the two surface points as the bodies move, or, in a kept frame,
+// the cores as they were when it was taken; separation from the cores' motion. Twin of
 // `geometry` in src/cpu/contacts.rs.
 fn geometry_of(m: Manifold, c: ManifoldPoint) -> Geometry {
     let n = m.normal;
@@ -95,13 +94,9 @@ fn geometry_of(m: Manifold, c: ManifoldPoint) -> Geometry {
     if m.frame_kept != 0u {
         return Geometry(c.core_a, c.core_b, separation);
     }
-    if m.radius_a == 0.0 && m.radius_b == 0.0 {
-        let half = 0.5 * (sb.delta_position - sa.delta_position);
-        return Geometry(c.core_a + half, c.core_b - half, separation);
-    }
     let surface_a = ca + n * m.radius_a;
     let surface_b = cb - n * m.radius_b;
-    let half_gap = 0.5 * ((bodies[m.body_b].position + surface_b) - (bodies[m.body_a].position + surface_a));
+    let half_gap = 0.5 * ((bodies[m.body_b].position - bodies[m.body_a].position) + (surface_b - surface_a));
     return Geometry(surface_a + half_gap, surface_b - half_gap, separation);
 }
 

@@ -236,19 +236,20 @@ pub struct GpuPair {
 const _: () = assert!(size_of::<GpuPair>() == 8);
 
 /// One contact of a body-body manifold. The contact's current separation is
-/// `base_separation + n · ((Δp_b + Δq_b core_b) - (Δp_a + Δq_a core_a))`. Between polytopes
-/// (no radius) the cores are the lever arms, meeting at one point, and a resting pair keeps
-/// its normal, cores and anchors from step to step (see `collide::FRAME_DRIFT`); between
-/// rounded shapes the lever arms reach the midpoint of `Δq_a core_a + r_a n` and
-/// `Δq_b core_b - r_b n`. 80 bytes.
+/// `base_separation + n · ((Δp_b + Δq_b core_b) - (Δp_a + Δq_a core_a))`; its lever arms reach
+/// the midpoint of `Δq_a core_a + r_a n` and `Δq_b core_b - r_b n` as the bodies move, or, in a
+/// kept frame ([`GpuManifold::frame_kept`]), are the cores as they are. Between polytopes (no
+/// radius) the cores start at the midpoint of the two surface points, and a resting pair keeps
+/// its normal, cores and anchors from step to step (see `collide::FRAME_DRIFT`). 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuManifoldPoint {
-    /// A's core point relative to A's centre of mass at the start of the step, m.
+    /// A's core point relative to A's centre of mass at the start of the step, world axes, m
+    /// (in a kept frame, as it was when the frame was taken).
     pub core_a: Vec3,
-    /// `s0 - n · (core_b - core_a)`, m.
+    /// `s0 - n · (core_b - core_a)`, with `s0` the separation at the start of the step, m.
     pub base_separation: f32,
-    /// B's core point relative to B's centre of mass at the start of the step, m.
+    /// B's core point relative to B's centre of mass at the start of the step, world axes, m.
     pub core_b: Vec3,
     /// Accumulated normal impulse, N s.
     pub normal_impulse: f32,
@@ -265,7 +266,7 @@ pub struct GpuManifoldPoint {
     /// Feature key (see `collide`).
     pub key: u32,
     /// The point on A's surface where the contact frame was taken, in A's body frame, m
-    /// (WGSL `array<f32, 3>`: no padding).
+    /// (WGSL `array<f32, 3>`: no padding). Zero between rounded shapes, which keep no frame.
     pub anchor_a: Vec3,
     /// The point on B's surface where the contact frame was taken, in B's body frame, m.
     pub anchor_b: Vec3,

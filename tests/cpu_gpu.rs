@@ -473,3 +473,47 @@ fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
     }
     assert!(flips >= 1, "no feature key changed: the box did not cross the clipping tolerance");
 }
+
+/// The CPU and the GPU keep and drop the same contact frames: a box sliding without friction
+/// along a long fixed box at 0.1 m/s keeps its frame while its anchors on the fixed box drift
+/// less than `FRAME_DRIFT` (5 mm, three steps) and takes a new one after. Step by step both
+/// paths make the same choice and hold the same normal, anchors and separations.
+#[test]
+fn cpu_and_gpu_keep_the_same_contact_frames() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
+    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
+    let top = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+                .position(Vec3::new(0.0, 0.999, -1.0))
+                .linear_velocity(Vec3::new(0.0, 0.0, 0.1))
+                .friction(0.0),
+        )
+        .unwrap();
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+    let (mut kept, mut fresh) = (0, 0);
+    for step in 1..=36 {
+        cpu.step();
+        gpu.step();
+        let (a, g) = (cpu.manifolds().to_vec(), gpu.manifolds().unwrap());
+        assert_eq!((a.len(), g.len()), (1, 1), "step {step}");
+        let (x, y) = (&a[0], &g[0]);
+        assert_eq!(x.frame_kept, y.frame_kept, "step {step}: kept on one path only");
+        assert!((x.normal - y.normal).length() < 1e-6, "step {step}: normals {} vs {}", x.normal, y.normal);
+        for p in &x.points[..x.count as usize] {
+            let q = y.points[..y.count as usize].iter().find(|q| q.key == p.key).unwrap();
+            for (u, v) in
+                [(p.anchor_a, q.anchor_a), (p.anchor_b, q.anchor_b), (p.core_a, q.core_a), (p.core_b, q.core_b)]
+            {
+                assert!((u - v).length() < 1e-5, "step {step}, key {:x}: {u} vs {v}", p.key);
+            }
+            assert!((p.base_separation - q.base_separation).abs() < 1e-5, "step {step}, key {:x}", p.key);
+        }
+        if x.frame_kept != 0 { kept += 1 } else { fresh += 1 }
+    }
+    let z = cpu.body_state(top).unwrap().position.z;
+    assert!((z - (-1.0 + 0.1 * 36.0 / 60.0)).abs() < 1e-3, "the box slid to z = {z}");
+    assert!(kept >= 18 && fresh >= 9, "{kept} steps kept the frame, {fresh} took a new one");
+}

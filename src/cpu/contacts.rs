@@ -631,7 +631,7 @@ pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
         c.anchor_a = rotate_inv(a.orientation, c.core_a);
         c.anchor_b = rotate_inv(b.orientation, c.core_b);
         let separation = c.base_separation + n.dot(c.core_b - c.core_a);
-        let half_gap = 0.5 * ((b.position + c.core_b) - (a.position + c.core_a));
+        let half_gap = 0.5 * ((b.position - a.position) + (c.core_b - c.core_a));
         c.core_a += half_gap;
         c.core_b -= half_gap;
         c.base_separation = separation - n.dot(c.core_b - c.core_a);
@@ -640,8 +640,9 @@ pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
 
 /// Keeps last step's contact frame of a resting pair of polytopes ("anchor freezing") and
 /// returns whether it did: when every new point (cores on each body's surface, as the narrow
-/// phase found them) has an old point with its key whose anchors and lever arms are within
-/// [`FRAME_DRIFT`] of the new surface points, and the normal turned less than
+/// phase found them) has an old point of its own with its key whose anchors are within
+/// [`FRAME_DRIFT`] of the new surface points and whose lever arms are within it of the new
+/// frame's (their midpoint), and the normal turned less than
 /// [`FRAME_MIN_COS`] allows, the manifold takes the old normal, lever arms and anchors, and its
 /// separations are measured between the old anchors along the old normal. Re-deriving them
 /// each step from the bodies' poses makes the heavy impulses of a tall stack push along a
@@ -656,16 +657,24 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
     let near = |x: Vec3, y: Vec3| (x - y).length_squared() <= FRAME_DRIFT * FRAME_DRIFT;
     // Per point: the old point, and where its anchors are now (offsets from the centres).
     let mut kept = [(0, Vec3::ZERO, Vec3::ZERO); crate::collide::MAX_MANIFOLD_POINTS];
+    let mut taken = [false; crate::collide::MAX_MANIFOLD_POINTS];
     for (kept, c) in kept.iter_mut().zip(&m.points[..count]) {
+        // Clipping can give two points one key: each old point serves one new point.
         let Some(j) = old.points[..count].iter().position(|q| q.key == c.key) else {
             return false;
         };
+        if taken[j] {
+            return false;
+        }
+        taken[j] = true;
         let q = &old.points[j];
         let (anchor_a, anchor_b) = (rotate(a.orientation, q.anchor_a), rotate(b.orientation, q.anchor_b));
+        // The old lever arms against the new frame's: the midpoint of the surface points.
+        let half_gap = 0.5 * ((b.position - a.position) + (c.core_b - c.core_a));
         if !(near(anchor_a, c.core_a)
             && near(anchor_b, c.core_b)
-            && near(q.core_a, c.core_a)
-            && near(q.core_b, c.core_b))
+            && near(q.core_a, c.core_a + half_gap)
+            && near(q.core_b, c.core_b - half_gap))
         {
             return false;
         }
@@ -676,7 +685,7 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
     m.frame_kept = 1;
     for (c, &(j, anchor_a, anchor_b)) in m.points[..count].iter_mut().zip(&kept) {
         let q = &old.points[j];
-        let separation = n.dot((b.position + anchor_b) - (a.position + anchor_a));
+        let separation = n.dot((b.position - a.position) + (anchor_b - anchor_a));
         (c.core_a, c.core_b, c.anchor_a, c.anchor_b) = (q.core_a, q.core_b, q.anchor_a, q.anchor_b);
         c.base_separation = separation - n.dot(c.core_b - c.core_a);
     }
@@ -1167,15 +1176,14 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
     }
 }
 
-/// Lever arms and current separation of a manifold point. Both lever arms reach the same world
-/// point, midway between the two surface points, so that equal and opposite impulses exert no
-/// net torque and the pair conserves angular momentum (levers to each body's own surface point
-/// made friction a torque couple: 4 % of a cloud's angular momentum lost in 2 s). Between
-/// polytopes the cores are that midpoint when the narrow phase found the point: the levers do
-/// not turn with the bodies within the step and follow half their relative motion since its
-/// start, so they meet there still; a kept frame (see `keep_frame`) keeps its levers as they
-/// are, which met when the frame was taken. Between rounded shapes the midpoint is taken anew
-/// from the cores as the bodies move.
+/// Lever arms and current separation of a manifold point. In a new frame both lever arms
+/// reach the same world point, midway between the two surface points as the bodies move, so
+/// that equal and opposite impulses exert no net torque and the pair conserves angular
+/// momentum (levers to each body's own surface point made friction a torque couple: 4 % of a
+/// cloud's angular momentum lost in 2 s). In a kept frame (see `keep_frame`) the lever arms
+/// are the cores as they were when the frame was taken, where they met, and stay put: the
+/// bodies have moved apart since by less than [`FRAME_DRIFT`], so their impulses exert a small
+/// torque, the price of a frame that does not follow a lean.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Geometry {
     pub(crate) ra: Vec3,
@@ -1195,17 +1203,13 @@ fn geometry(w: &BodyView, m: &GpuManifold, c: &GpuManifoldPoint) -> Geometry {
     let (a, b) = (m.body_a as usize, m.body_b as usize);
     let (sa, sb) = (&w.solver_bodies[a], &w.solver_bodies[b]);
     let (ca, cb) = (rotate(sa.delta_rotation, c.core_a), rotate(sb.delta_rotation, c.core_b));
-    let (ra, rb) = if m.frame_kept != 0 {
-        (c.core_a, c.core_b)
-    } else if polytopes(m) {
-        let half = 0.5 * (sb.delta_position - sa.delta_position);
-        (c.core_a + half, c.core_b - half)
-    } else {
-        let (surface_a, surface_b) = (ca + n * m.radius_a, cb - n * m.radius_b);
-        let half_gap = 0.5 * ((w.bodies[b].position + surface_b) - (w.bodies[a].position + surface_a));
-        (surface_a + half_gap, surface_b - half_gap)
-    };
-    Geometry { ra, rb, separation: c.base_separation + n.dot((sb.delta_position + cb) - (sa.delta_position + ca)) }
+    let separation = c.base_separation + n.dot((sb.delta_position + cb) - (sa.delta_position + ca));
+    if m.frame_kept != 0 {
+        return Geometry { ra: c.core_a, rb: c.core_b, separation };
+    }
+    let (surface_a, surface_b) = (ca + n * m.radius_a, cb - n * m.radius_b);
+    let half_gap = 0.5 * ((w.bodies[b].position - w.bodies[a].position) + (surface_b - surface_a));
+    Geometry { ra: surface_a + half_gap, rb: surface_b - half_gap, separation }
 }
 
 /// Applies `impulse` to B at a contact (its opposite to A) and returns its work on the pair,
