@@ -1592,6 +1592,62 @@ mod tests {
         let before = rounded;
         assert!(!keep_frame(&old, &mut rounded, &a, &b));
         assert_eq!(rounded, before);
+        // A point fewer, two points with one key, a normal turned by 2 degrees: new frames.
+        let mut fewer = fresh(Vec3::ZERO);
+        fewer.count = 2;
+        assert!(!keep_frame(&old, &mut fewer, &a, &b));
+        let mut twice = fresh(Vec3::ZERO);
+        twice.points[2].key = twice.points[1].key;
+        assert!(!keep_frame(&old, &mut twice, &a, &b));
+        let mut turned = fresh(Vec3::ZERO);
+        turned.normal = Quat::from_rotation_z(2f32.to_radians()) * Vec3::Y;
+        assert!(!keep_frame(&old, &mut turned, &a, &b));
+        // A frame taken 12 mm deep, its lever arms at the midpoint 6 mm from either surface
+        // point, is kept at that depth: the arms are compared with the new frame's midpoint.
+        let b_deep =
+            GpuBody { position: Vec3::new(0.0, 0.988, 0.0), orientation: Quat::IDENTITY, ..Default::default() };
+        let half = Vec3::new(0.0, 0.006, 0.0);
+        let mut old_deep = old;
+        let mut deep = manifold(Vec3::Y, &[]);
+        deep.count = 3;
+        for (k, &c) in corners.iter().enumerate() {
+            (old_deep.points[k].core_a, old_deep.points[k].core_b) = (c - half, c - Vec3::Y + half);
+            deep.points[k] = GpuManifoldPoint { core_a: c, core_b: c - Vec3::Y, key: k as u32, ..Default::default() };
+        }
+        assert!(keep_frame(&old_deep, &mut deep, &a, &b_deep));
+    }
+
+    /// A new frame: anchors are the surface points in each body's frame, both cores move to
+    /// their midpoint, and the separation stays.
+    #[test]
+    fn a_fresh_frame_meets_at_the_midpoint_and_keeps_the_separation() {
+        let a = GpuBody {
+            position: Vec3::new(0.2, 0.0, 0.0),
+            orientation: Quat::from_rotation_y(0.3),
+            ..Default::default()
+        };
+        let b = GpuBody {
+            position: Vec3::new(0.0, 1.0, 0.1),
+            orientation: Quat::from_rotation_x(-0.2),
+            ..Default::default()
+        };
+        let n = Vec3::Y;
+        // B's corner 3 mm below A's face.
+        let (core_a, core_b) = (Vec3::new(0.1, 0.5, 0.2), Vec3::new(0.3, -0.503, 0.1));
+        let s = n.dot((b.position + core_b) - (a.position + core_a));
+        let mut m = manifold(
+            n,
+            &[GpuManifoldPoint { core_a, core_b, base_separation: s - n.dot(core_b - core_a), ..Default::default() }],
+        );
+        fresh_frame(&mut m, &a, &b);
+        let c = &m.points[0];
+        assert!((rotate(a.orientation, c.anchor_a) - core_a).length() < 1e-6);
+        assert!((rotate(b.orientation, c.anchor_b) - core_b).length() < 1e-6);
+        let midpoint = 0.5 * ((a.position + core_a) + (b.position + core_b));
+        assert!((a.position + c.core_a - midpoint).length() < 1e-6, "A's lever reaches {}", a.position + c.core_a);
+        assert!((b.position + c.core_b - midpoint).length() < 1e-6, "B's lever reaches {}", b.position + c.core_b);
+        let kept = c.base_separation + n.dot(c.core_b - c.core_a);
+        assert!((kept - s).abs() < 1e-6 && (s - -0.003).abs() < 1e-5, "separation {s} became {kept}");
     }
 
     /// A friction impulse warm-starts in the same world direction when the normal dithers
