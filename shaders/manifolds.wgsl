@@ -76,6 +76,11 @@ fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
     }
 }
 
+// Whether a manifold is between two polytopes (no radius). Twin of `polytopes`.
+fn polytopes(m: Manifold) -> bool {
+    return m.radius_a == 0.0 && m.radius_b == 0.0;
+}
+
 // A new contact frame for a polytope manifold (cores on each body's surface): anchors in the
 // bodies' frames, both cores at the midpoint of the surface points. Twin of `fresh_frame` in
 // src/cpu/contacts.rs.
@@ -99,7 +104,7 @@ fn fresh_frame(m: ptr<function, Manifold>) {
 // cores, anchors), the separations measured between the old anchors, and says whether it did.
 // Twin of `keep_frame` in src/cpu/contacts.rs.
 fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
-    if (*m).radius_a != 0.0 || (*m).radius_b != 0.0 || prev.count != (*m).count || dot3(prev.normal, (*m).normal) < FRAME_MIN_COS {
+    if !polytopes(*m) || prev.count != (*m).count || dot3(prev.normal, (*m).normal) < FRAME_MIN_COS {
         return false;
     }
     let a = bodies[(*m).body_a];
@@ -174,7 +179,7 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if old >= 0 {
         kept = keep_frame(previous[u32(old)], &m);
     }
-    if !kept && m.radius_a == 0.0 && m.radius_b == 0.0 {
+    if !kept && polytopes(m) {
         fresh_frame(&m);
     }
     if old >= 0 {

@@ -56,9 +56,10 @@ pub const WARM_START_RADIUS: f32 = 0.01;
 /// Cosine of the largest turn of the normal across which [`WARM_START_RADIUS`] matches points.
 pub const WARM_START_MIN_COS: f32 = 0.9;
 /// A manifold of two polytopes keeps last step's contact frame (normal, lever arms, anchors)
-/// while each point's anchors and lever arms are within this distance of where the narrow
-/// phase finds them now, m: the pair rests, up to slips and turns this small (a lever arm of
-/// 0.87 m, a unit cube's corner, turns 6 mrad before it moves this far).
+/// while each point's anchors are within this distance of the surface points the narrow phase
+/// finds now, and its lever arms within it of the new frame's, m: the pair rests, up to slips
+/// and turns this small (a lever arm of 0.87 m, a unit cube's corner, turns 6 mrad before it
+/// moves this far). Absolute: generous for centimetre-sized bodies.
 pub const FRAME_DRIFT: f32 = 0.005;
 /// Cosine of the largest turn of the normal across which a manifold keeps its frame.
 pub const FRAME_MIN_COS: f32 = 0.9998;

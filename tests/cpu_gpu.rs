@@ -415,6 +415,19 @@ fn gpu_broad_phase_finds_the_cpu_pairs() {
     }
 }
 
+/// A unit cube without friction at `position` with `velocity`, on a fixed 1 x 1 x 4 m box
+/// without friction centred at the origin (long along z): (world, the cube).
+fn frictionless_box_on_a_long_box(position: Vec3, velocity: Vec3) -> (World, BodyHandle) {
+    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
+    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
+    let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+        .position(position)
+        .linear_velocity(velocity)
+        .friction(0.0);
+    let top = world.add_body(cube).unwrap();
+    (world, top)
+}
+
 /// Warm starting carries impulses alike on both paths, also to contacts whose feature key
 /// changed and that take the impulses of the old point beside them: a frictionless box drifts
 /// sideways at 2 cm/s on a static box whose side it is flush with, so after a few steps two of
@@ -427,13 +440,7 @@ fn gpu_broad_phase_finds_the_cpu_pairs() {
 #[test]
 fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
     let Some(ctx) = common::gpu() else { return };
-    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
-    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
-    let top = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, 1.0, 0.0)).friction(0.0),
-        )
-        .unwrap();
+    let (world, top) = frictionless_box_on_a_long_box(Vec3::new(0.0, 1.0, 0.0), Vec3::ZERO);
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
     for solver in [&mut cpu as &mut dyn Solver, &mut gpu] {
@@ -481,16 +488,7 @@ fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
 #[test]
 fn cpu_and_gpu_keep_the_same_contact_frames() {
     let Some(ctx) = common::gpu() else { return };
-    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
-    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
-    let top = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
-                .position(Vec3::new(0.0, 0.999, -1.0))
-                .linear_velocity(Vec3::new(0.0, 0.0, 0.1))
-                .friction(0.0),
-        )
-        .unwrap();
+    let (world, top) = frictionless_box_on_a_long_box(Vec3::new(0.0, 0.999, -1.0), Vec3::new(0.0, 0.0, 0.1));
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
     let (mut kept, mut fresh) = (0, 0);
