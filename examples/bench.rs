@@ -131,6 +131,10 @@ struct Args {
     /// rad, before the run: a seeded disturbance for stability tests (both engines).
     #[arg(long, default_value_t = 0.0)]
     tilt: f32,
+    /// Runs the narrow phase on every pair every step: no contact recycling (see
+    /// `SolverSettings::recycle_contacts`).
+    #[arg(long)]
+    no_recycle: bool,
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
@@ -214,6 +218,8 @@ struct Report {
     scene: Scene,
     /// The `--tilt` disturbance, rad (0: the scene as built).
     tilt: f32,
+    /// Whether resting manifolds skipped the narrow phase (`--no-recycle` turns it off).
+    recycle_contacts: bool,
     solver: SolverKind,
     bodies: usize,
     particles: usize,
@@ -237,6 +243,8 @@ struct Report {
     contacts: u32,
     colors: u32,
     overflow: u32,
+    /// Manifolds of the last step carried over without the narrow phase.
+    recycled: u32,
     dropped: u32,
     iterations_per_step: u32,
     dispatches_per_step: Option<u32>,
@@ -265,6 +273,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
     if let Some(n) = args.iterations {
         desc.solver.iterations = n;
     }
+    desc.solver.recycle_contacts = !args.no_recycle;
     if let Some(n) = args.cpu_threads {
         desc.solver.cpu_threads = n;
     }
@@ -461,6 +470,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         software_adapter: software,
         scene: args.scene,
         tilt: args.tilt,
+        recycle_contacts: settings.recycle_contacts,
         solver: args.solver,
         bodies: world.body_count(),
         particles: world.particle_count(),
@@ -484,6 +494,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         contacts: stats.contacts,
         colors: stats.colors,
         overflow: stats.overflow,
+        recycled: stats.recycled,
         dropped: stats.dropped,
         iterations_per_step: stats.iterations,
         dispatches_per_step: dispatches,
@@ -550,9 +561,10 @@ fn print_table(r: &Report) {
         );
     }
     println!(
-        "colors {}, overflow {}, dropped {}, iterations/step {}, dispatches/step {}, ~bytes/step {}, KE {:.3} J, finite {}",
+        "colors {}, overflow {}, recycled {}, dropped {}, iterations/step {}, dispatches/step {}, ~bytes/step {}, KE {:.3} J, finite {}",
         r.colors,
         r.overflow,
+        r.recycled,
         r.dropped,
         r.iterations_per_step,
         r.dispatches_per_step.map_or("-".into(), |d| d.to_string()),

@@ -4,11 +4,6 @@
 // tiny scenes test every pair (a < b) per body instead (count_pairs, scan, write_pairs), which
 // keeps the pair list sorted by (a, b) by construction.
 
-fn aabb_min(i: u32) -> vec4<f32> {
-    let w = work_layout.aabbs + 8u * i;
-    return vec4<f32>(bitcast<f32>(work[w]), bitcast<f32>(work[w + 1u]), bitcast<f32>(work[w + 2u]), bitcast<f32>(work[w + 3u]));
-}
-
 fn aabb_max(i: u32) -> vec3<f32> {
     let w = work_layout.aabbs + 8u * i + 4u;
     return vec3<f32>(bitcast<f32>(work[w]), bitcast<f32>(work[w + 1u]), bitcast<f32>(work[w + 2u]));
@@ -292,29 +287,6 @@ fn write_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     }
 }
 
-fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
-    if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 {
-        return -sqrt(vn * vn - 2.0 * gravity_n * separation);
-    }
-    return vn;
-}
-
-// The distance within which a pair gets speculative contacts: the speculative distance, each
-// one's spin, and how far the two can close in a step: the larger of their relative speed and
-// each one's speed along the line between their centres (either may be stopped by another
-// contact within the step). Twin of `pair_margin` in src/cpu/contacts.rs.
-fn pair_margin(a: Body, b: Body, spin_a: f32, spin_b: f32) -> f32 {
-    let d = b.position - a.position;
-    let len = length3(d);
-    var u = vec3<f32>(0.0);
-    if len > 0.0 {
-        u = d / len;
-    }
-    let alone = max(abs(dot3(a.linear_velocity, u)), abs(dot3(b.linear_velocity, u)));
-    let closing = max(length3(b.linear_velocity - a.linear_velocity), alone);
-    return params.speculative_distance + params.dt * closing + (spin_a + spin_b);
-}
-
 // Per pair: its contacts as a candidate manifold (warm starting happens when manifolds are
 // compacted), a flag saying whether it has any, and the face that kept it apart (tried first
 // next step).
@@ -326,6 +298,12 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
     if p >= work[0] {
         work[work_layout.flags + p] = 0u;
+        return;
+    }
+    // A resting manifold carried over (see `recycle_pairs`): compaction rebuilds it.
+    if work[work_layout.recycled + p] != 0u {
+        work[work_layout.faces + p] = NO_FACE;
+        work[work_layout.flags + p] = 1u;
         return;
     }
     let a = work[work_layout.pairs + 2u * p];

@@ -52,6 +52,7 @@ struct StepParams {
     particle_slot_bodies: u32,
     particle_body_dropped: u32,
     particle_speed_bound: u32,
+    recycle_contacts: u32,
 }
 
 struct Body {
@@ -162,7 +163,7 @@ struct Manifold {
     radius_b: f32,
     absorbed: f32,
     frame_kept: u32,
-    _pad0: u32,
+    recycled: u32,
     _pad1: u32,
     _pad2: u32,
     points: array<ManifoldPoint, 4>,
@@ -203,7 +204,7 @@ struct WorkLayout {
     faces: u32,
     previous_pairs: u32,
     previous_faces: u32,
-    _pad0: u32,
+    recycled: u32,
     _pad1: u32,
 }
 
@@ -217,6 +218,15 @@ struct Stats {
 
 // The global index of a thread in a 1D or 2D grid of workgroups (2D when a dispatch needs more
 // than the 65,535 workgroups allowed along one dimension).
+// The normal velocity at the moment of impact of a point `separation` away, closing at `vn`
+// under the normal acceleration `gravity_n`. Twin of `approach_velocity` in src/cpu/stages.rs.
+fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
+    if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 {
+        return -sqrt(vn * vn - 2.0 * gravity_n * separation);
+    }
+    return vn;
+}
+
 fn thread_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32, size: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * size + local;
 }

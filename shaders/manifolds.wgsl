@@ -157,6 +157,121 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     return true;
 }
 
+// Twice the area of the largest triangle of the first `count` of `points` (in a body's frame),
+// along its normal, or zero for fewer than three. Twin of `anchor_plane` in src/cpu/contacts.rs.
+fn anchor_plane(points: array<vec3<f32>, 4>, count: u32) -> vec3<f32> {
+    var triangles = 0u;
+    if count == 3u {
+        triangles = 1u;
+    } else if count == 4u {
+        triangles = 3u;
+    }
+    let corners = array<vec3<u32>, 3>(vec3<u32>(0u, 1u, 2u), vec3<u32>(0u, 1u, 3u), vec3<u32>(0u, 2u, 3u));
+    var best = vec3<f32>(0.0);
+    for (var t = 0u; t < triangles; t++) {
+        let i = corners[t];
+        let c = cross3(points[i.y] - points[i.x], points[i.z] - points[i.x]);
+        if dot3(c, c) > dot3(best, best) {
+            best = c;
+        }
+    }
+    return best;
+}
+
+// Whether the plane of a manifold's anchors on one body (orientation `q`) turned from the
+// normal `n` more than FRAME_MIN_COS allows, or is ill-defined.
+fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, count: u32, n: vec3<f32>) -> bool {
+    let c = rotate(q, anchor_plane(points, count));
+    let cc = dot3(c, c);
+    let cn = dot3(c, n);
+    return cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc;
+}
+
+// Last step's manifold `prev` carried into this step without the narrow phase: its points and
+// normal as they were, the separations measured between the anchors along the normal, the
+// approach velocities from the current velocities, no impulses. `margin` > 0 checks it: false
+// when the narrow phase must run instead (under three points, an anchor slid RECYCLE_DRIFT
+// across the normal or is `margin` apart along it, either body's anchor plane turned). Twin of
+// `recycle` in src/cpu/contacts.rs.
+fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
+    let count = prev.count;
+    if params.recycle_contacts == 0u || !polytopes(prev) || count < 3u {
+        return false;
+    }
+    let a = bodies[prev.body_a];
+    let b = bodies[prev.body_b];
+    let n = prev.normal;
+    var anchors_a: array<vec3<f32>, 4>;
+    var anchors_b: array<vec3<f32>, 4>;
+    for (var k = 0u; k < 4u; k++) {
+        anchors_a[k] = from_array3(prev.points[k].anchor_a);
+        anchors_b[k] = from_array3(prev.points[k].anchor_b);
+    }
+    if anchors_turned(a.orientation, anchors_a, count, n) || anchors_turned(b.orientation, anchors_b, count, n) {
+        return false;
+    }
+    let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
+    let gravity_n = dot3(n, params.gravity) * falls;
+    var r: Manifold;
+    r.body_a = prev.body_a;
+    r.body_b = prev.body_b;
+    r.count = count;
+    r.color = prev.color;
+    r.normal = n;
+    r.friction = prev.friction;
+    r.restitution = prev.restitution;
+    r.frame_kept = 1u;
+    r.recycled = 1u;
+    for (var k = 0u; k < count; k++) {
+        let q = prev.points[k];
+        let ra = rotate(a.orientation, anchors_a[k]);
+        let rb = rotate(b.orientation, anchors_b[k]);
+        let gap = (b.position - a.position) + (rb - ra);
+        let separation = dot3(n, gap);
+        let slide = gap - n * separation;
+        if separation >= margin || dot3(slide, slide) > RECYCLE_DRIFT * RECYCLE_DRIFT {
+            return false;
+        }
+        let vn = dot3(n, (b.linear_velocity + cross3(b.angular_velocity, rb)) - (a.linear_velocity + cross3(a.angular_velocity, ra)));
+        var c: ManifoldPoint;
+        c.core_a = q.core_a;
+        c.core_b = q.core_b;
+        c.anchor_a = q.anchor_a;
+        c.anchor_b = q.anchor_b;
+        c.base_separation = separation - dot3(n, q.core_b - q.core_a);
+        c.approach_velocity = approach_velocity(vn, separation, gravity_n);
+        c.key = q.key;
+        r.points[k] = c;
+    }
+    *m = r;
+    return true;
+}
+
+// Per pair, before the narrow phase: last step's manifold plus one when it is carried over
+// (`recycle`), else 0, in `work_layout.recycled`. Twin of the start of `collide_pair` in
+// src/cpu/contacts.rs.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn recycle_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if p >= work[0] || p >= work_layout.pair_capacity {
+        return;
+    }
+    var carried = 0u;
+    if params.recycle_contacts != 0u {
+        let a = work[work_layout.pairs + 2u * p];
+        let b = work[work_layout.pairs + 2u * p + 1u];
+        let old = find_previous(a, b);
+        if old >= 0 {
+            let margin = pair_margin(bodies[a], bodies[b], aabb_min(a).w, aabb_min(b).w);
+            var m: Manifold;
+            if recycle(previous[u32(old)], margin, &m) {
+                carried = u32(old) + 1u;
+            }
+        }
+    }
+    work[work_layout.recycled + p] = carried;
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -173,14 +288,23 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if work[work_layout.flags + p + 1u] == o || o >= work_layout.manifold_capacity {
         return;
     }
-    var m = candidates[p];
-    let old = find_previous(m.body_a, m.body_b);
-    var kept = false;
-    if old >= 0 {
-        kept = keep_frame(previous[u32(old)], &m);
-    }
-    if !kept && polytopes(m) {
-        fresh_frame(&m);
+    let carried = work[work_layout.recycled + p];
+    var m: Manifold;
+    var old = -1;
+    if carried != 0u {
+        // Checked by `recycle_pairs` on the same poses.
+        old = i32(carried - 1u);
+        recycle(previous[u32(old)], 3.4028235e38, &m);
+    } else {
+        m = candidates[p];
+        old = find_previous(m.body_a, m.body_b);
+        var kept = false;
+        if old >= 0 {
+            kept = keep_frame(previous[u32(old)], &m);
+        }
+        if !kept && polytopes(m) {
+            fresh_frame(&m);
+        }
     }
     if old >= 0 {
         let prev = previous[u32(old)];

@@ -9,13 +9,6 @@ fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {
     return 0.5 * (a + c) + sqrt(half_diff * half_diff + b * b);
 }
 
-fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
-    if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 {
-        return -sqrt(vn * vn - 2.0 * gravity_n * separation);
-    }
-    return vn;
-}
-
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);

@@ -302,8 +302,9 @@ pub struct GpuManifold {
     /// lever arms stay as they are through the step. 0: they follow the bodies' relative
     /// motion, meeting at one point.
     pub frame_kept: u32,
-    /// Unused.
-    pub _pad0: u32,
+    /// 1 when the manifold was carried over from last step without the narrow phase (see
+    /// [`crate::SolverSettings::recycle_contacts`]), else 0.
+    pub recycled: u32,
     /// Unused.
     pub _pad1: u32,
     /// Unused.
@@ -391,8 +392,9 @@ pub struct GpuWorkLayout {
     pub previous_pairs: u32,
     /// Last step's `faces`, per pair of `previous_pairs`.
     pub previous_faces: u32,
-    /// Unused.
-    pub _pad0: u32,
+    /// Per pair: last step's manifold of the pair plus one when it is carried into this step
+    /// without the narrow phase (see `recycle_pairs` in shaders/manifolds.wgsl), else 0.
+    pub recycled: u32,
     /// Unused.
     pub _pad1: u32,
 }
@@ -517,6 +519,9 @@ pub struct StepParams {
     /// GPU work arena: one word holding the bits of the fastest particle's speed this substep
     /// (the particle-body detection's sweep).
     pub particle_speed_bound: u32,
+    /// 1 when resting manifolds skip the narrow phase (see
+    /// [`crate::SolverSettings::recycle_contacts`]), else 0.
+    pub recycle_contacts: u32,
 }
 
 impl StepParams {
@@ -583,6 +588,7 @@ impl StepParams {
             particle_slot_bodies: 0,
             particle_body_dropped: 0,
             particle_speed_bound: 0,
+            recycle_contacts: u32::from(s.recycle_contacts),
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

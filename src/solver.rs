@@ -25,6 +25,9 @@ pub struct StepStats {
     pub colors: u32,
     /// Body-body constraints beyond the colors, solved by mass-splitting Jacobi, last step.
     pub overflow: u32,
+    /// Body-body manifolds of the last step carried over from the step before without the
+    /// narrow phase (see [`SolverSettings::recycle_contacts`](crate::SolverSettings::recycle_contacts)).
+    pub recycled: u32,
     /// Pairs or manifolds that did not fit the GPU's buffers in the last step read back; the
     /// buffers grow for the next step. Always 0 on the CPU.
     pub dropped: u32,

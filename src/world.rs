@@ -100,6 +100,12 @@ pub struct SolverSettings {
     /// same for every thread count; when the system cannot start the workers, the solver logs a
     /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
     pub cpu_threads: u32,
+    /// Whether a resting manifold of three or more points between polytopes is carried into
+    /// the next step without the narrow phase, while neither body slid or turned more than a
+    /// millimetre against the other or turned more than a degree from the normal ("contact recycling":
+    /// resting stacks then skip most of the narrow phase). Default true; false runs the
+    /// narrow phase on every pair every step.
+    pub recycle_contacts: bool,
 }
 
 /// The most worker threads [`SolverSettings::cpu_threads`] may ask for: more than today's
@@ -148,6 +154,7 @@ impl Default for SolverSettings {
             max_colors: 12,
             coloring_rounds: 8,
             cpu_threads: 0,
+            recycle_contacts: true,
         }
     }
 }

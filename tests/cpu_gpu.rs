@@ -481,24 +481,23 @@ fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
     assert!(flips >= 1, "no feature key changed: the box did not cross the clipping tolerance");
 }
 
-/// The CPU and the GPU keep and drop the same contact frames: a box sliding without friction
-/// along a long fixed box at 0.1 m/s keeps its frame while its anchors on the fixed box drift
-/// less than `FRAME_DRIFT` (5 mm, three steps) and takes a new one after. Step by step both
-/// paths make the same choice and hold the same normal, anchors and separations.
-#[test]
-fn cpu_and_gpu_keep_the_same_contact_frames() {
-    let Some(ctx) = common::gpu() else { return };
-    let (world, top) = frictionless_box_on_a_long_box(Vec3::new(0.0, 0.999, -1.0), Vec3::new(0.0, 0.0, 0.1));
+/// Steps a box sliding without friction along a long fixed box at `speed` (m/s, along z) on
+/// both paths for `steps` steps, checking step by step that both paths keep, recycle or take
+/// anew the same contact frame and hold the same normal, anchors and separations; returns how
+/// many steps kept the frame, took a new one, and recycled the manifold.
+fn slide_on_both_paths(ctx: &'static signorini::GpuContext, speed: f32, steps: u32) -> (u32, u32, u32) {
+    let (world, top) = frictionless_box_on_a_long_box(Vec3::new(0.0, 0.999, -1.0), Vec3::new(0.0, 0.0, speed));
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
-    let (mut kept, mut fresh) = (0, 0);
-    for step in 1..=36 {
+    let (mut kept, mut fresh, mut recycled) = (0, 0, 0);
+    for step in 1..=steps {
         cpu.step();
         gpu.step();
         let (a, g) = (cpu.manifolds().to_vec(), gpu.manifolds().unwrap());
         assert_eq!((a.len(), g.len()), (1, 1), "step {step}");
         let (x, y) = (&a[0], &g[0]);
         assert_eq!(x.frame_kept, y.frame_kept, "step {step}: kept on one path only");
+        assert_eq!(x.recycled, y.recycled, "step {step}: recycled on one path only");
         assert!((x.normal - y.normal).length() < 1e-6, "step {step}: normals {} vs {}", x.normal, y.normal);
         for p in &x.points[..x.count as usize] {
             let q = y.points[..y.count as usize].iter().find(|q| q.key == p.key).unwrap();
@@ -509,9 +508,39 @@ fn cpu_and_gpu_keep_the_same_contact_frames() {
             }
             assert!((p.base_separation - q.base_separation).abs() < 1e-5, "step {step}, key {:x}", p.key);
         }
-        if x.frame_kept != 0 { kept += 1 } else { fresh += 1 }
+        if x.frame_kept != 0 {
+            kept += 1
+        } else {
+            fresh += 1
+        }
+        recycled += x.recycled;
     }
     let z = cpu.body_state(top).unwrap().position.z;
-    assert!((z - (-1.0 + 0.1 * 36.0 / 60.0)).abs() < 1e-3, "the box slid to z = {z}");
+    let expect = -1.0 + speed * steps as f32 / 60.0;
+    assert!((z - expect).abs() < 1e-3, "the box slid to z = {z}, not {expect}");
+    (kept, fresh, recycled)
+}
+
+/// The CPU and the GPU keep and drop the same contact frames: a box sliding without friction
+/// along a long fixed box at 0.1 m/s keeps its frame while its anchors on the fixed box drift
+/// less than `FRAME_DRIFT` (5 mm, three steps) and takes a new one after. It slides 1.7 mm a
+/// step, more than `RECYCLE_DRIFT`: the narrow phase runs every step.
+#[test]
+fn cpu_and_gpu_keep_the_same_contact_frames() {
+    let Some(ctx) = common::gpu() else { return };
+    let (kept, fresh, recycled) = slide_on_both_paths(ctx, 0.1, 36);
     assert!(kept >= 18 && fresh >= 9, "{kept} steps kept the frame, {fresh} took a new one");
+    assert_eq!(recycled, 0, "a manifold was recycled across a 1.7 mm slide");
+}
+
+/// The CPU and the GPU recycle the same manifolds: at 0.04 m/s (0.67 mm a step) the step after
+/// a new frame recycles the manifold without the narrow phase (its anchors slid less than
+/// `RECYCLE_DRIFT`, 1 mm), the next six keep the frame through the narrow phase, and the one
+/// after takes a new frame (5.3 mm), alike on both paths.
+#[test]
+fn cpu_and_gpu_recycle_the_same_manifolds() {
+    let Some(ctx) = common::gpu() else { return };
+    let (kept, fresh, recycled) = slide_on_both_paths(ctx, 0.04, 48);
+    assert!(recycled >= 4 && fresh >= 4, "{recycled} steps recycled the manifold, {fresh} took a new frame");
+    assert!(kept >= 30, "{kept} steps kept the frame");
 }

@@ -143,7 +143,7 @@ fn host_structs_match_wgsl_layout() {
             radius_b,
             absorbed,
             frame_kept,
-            _pad0,
+            recycled,
             _pad1,
             _pad2,
             points
@@ -188,7 +188,7 @@ fn host_structs_match_wgsl_layout() {
             faces,
             previous_pairs,
             previous_faces,
-            _pad0,
+            recycled,
             _pad1
         ]
     );
@@ -253,6 +253,7 @@ fn step_params_uniform_matches_wgsl() {
         particle_slot_bodies: 48,
         particle_body_dropped: 49,
         particle_speed_bound: 50,
+        recycle_contacts: 51,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -306,6 +307,7 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_slot_bodies", 48.0),
         ("particle_body_dropped", 49.0),
         ("particle_speed_bound", 50.0),
+        ("recycle_contacts", 51.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -341,6 +343,7 @@ fn step_params_uniform_matches_wgsl() {
             "particle_slot_bodies",
             "particle_body_dropped",
             "particle_speed_bound",
+            "recycle_contacts",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

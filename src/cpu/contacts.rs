@@ -7,7 +7,8 @@ use rayon::prelude::*;
 
 use super::stages::contact_compliance;
 use crate::collide::{
-    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
+    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA, WARM_START_MIN_COS, WARM_START_RADIUS,
+    collide_cached,
 };
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
@@ -576,16 +577,23 @@ fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32) -> (G
     };
     let (pa, pb) = (cached(a), cached(b));
     let margin = pair_margin(p, &w.bodies[a], &w.bodies[b], cs.aabb_min[a].w, cs.aabb_min[b].w);
+    let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
+    // Which side falls: the relative acceleration along a normal is its gravity times this.
+    let falls = (dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32);
+    let old =
+        cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
+    if let Some(old) = old
+        && let Some(mut m) = recycle(p, old, ba, bb, margin, falls)
+    {
+        warm_start(old, &mut m, p.warm_start_scale);
+        return (m, NO_FACE);
+    }
     let (contact, face) = collide_cached(&pa, &pb, margin, face);
     if contact.count == 0 {
         return (GpuManifold::default(), face);
     }
-    let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
     let n = contact.normal;
-    // Relative acceleration along the normal when only one side falls.
-    let gravity_n = n.dot(p.gravity) * ((dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32));
-    let old =
-        cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
+    let gravity_n = n.dot(p.gravity) * falls;
     let mut m = GpuManifold {
         body_a: pair.a,
         body_b: pair.b,
@@ -690,6 +698,96 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
         c.base_separation = separation - n.dot(c.core_b - c.core_a);
     }
     true
+}
+
+/// Twice the area of the largest triangle of the first `count` of `points` (up to four, in a
+/// body's frame), along its normal: the plane through them, or zero for fewer than three.
+fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
+    const TRIANGLES: [[usize; 3]; 3] = [[0, 1, 2], [0, 1, 3], [0, 2, 3]];
+    let triangles = match count {
+        3 => 1,
+        4 => 3,
+        _ => 0,
+    };
+    let mut best = Vec3::ZERO;
+    for [i, j, k] in &TRIANGLES[..triangles] {
+        let c = (points[*j] - points[*i]).cross(points[*k] - points[*i]);
+        if c.length_squared() > best.length_squared() {
+            best = c;
+        }
+    }
+    best
+}
+
+/// Last step's manifold of a resting pair of polytopes, carried into this step without the
+/// narrow phase ("contact recycling"), or `None` when the narrow phase must run: its points
+/// (keys, anchors, lever arms) and normal as they were, its separations measured between the
+/// anchors along the normal and each point's approach velocity from the current velocities,
+/// exactly what [`keep_frame`] makes of a pair whose narrow phase finds the same features, and
+/// no impulses (the warm start gives them). It runs when the manifold has three points or more
+/// (fewer leave a turn about the line through them unseen), each point's anchors slid less
+/// than [`RECYCLE_DRIFT`] apart across the normal since the frame was taken and are less than
+/// `margin` apart along it, and the plane of the anchors on each body turned less than
+/// [`FRAME_MIN_COS`] allows from the normal (the contact faces of a face contact: this bounds
+/// how far either body turned, even when both turn together). `falls` is which side gravity
+/// pulls (B's dynamic flag minus A's). Twin of `recycle` in shaders/manifolds.wgsl.
+pub(crate) fn recycle(
+    p: &StepParams,
+    old: &GpuManifold,
+    a: &GpuBody,
+    b: &GpuBody,
+    margin: f32,
+    falls: f32,
+) -> Option<GpuManifold> {
+    let count = old.count as usize;
+    if p.recycle_contacts == 0 || !polytopes(old) || count < 3 {
+        return None;
+    }
+    let n = old.normal;
+    let turned = |q: glam::Quat, anchors: [Vec3; 4]| {
+        let c = rotate(q, anchor_plane(anchors, count));
+        let cc = c.length_squared();
+        let cn = c.dot(n);
+        cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc
+    };
+    if turned(a.orientation, old.points.map(|c| c.anchor_a)) || turned(b.orientation, old.points.map(|c| c.anchor_b)) {
+        return None;
+    }
+    let gravity_n = n.dot(p.gravity) * falls;
+    let mut m = GpuManifold {
+        body_a: old.body_a,
+        body_b: old.body_b,
+        count: old.count,
+        color: old.color,
+        normal: n,
+        friction: old.friction,
+        restitution: old.restitution,
+        frame_kept: 1,
+        recycled: 1,
+        ..GpuManifold::default()
+    };
+    for (c, q) in m.points.iter_mut().zip(&old.points[..count]) {
+        let (ra, rb) = (rotate(a.orientation, q.anchor_a), rotate(b.orientation, q.anchor_b));
+        let gap = (b.position - a.position) + (rb - ra);
+        let separation = n.dot(gap);
+        if separation >= margin || (gap - n * separation).length_squared() > RECYCLE_DRIFT * RECYCLE_DRIFT {
+            return None;
+        }
+        let vn = n.dot(
+            (b.linear_velocity + b.angular_velocity.cross(rb)) - (a.linear_velocity + a.angular_velocity.cross(ra)),
+        );
+        *c = GpuManifoldPoint {
+            core_a: q.core_a,
+            core_b: q.core_b,
+            anchor_a: q.anchor_a,
+            anchor_b: q.anchor_b,
+            base_separation: separation - n.dot(q.core_b - q.core_a),
+            approach_velocity: super::stages::approach_velocity(vn, separation, gravity_n),
+            key: q.key,
+            ..GpuManifoldPoint::default()
+        };
+    }
+    Some(m)
 }
 
 /// Seeds a new manifold's impulses from last step's manifold of the same pair: each point
@@ -1615,6 +1713,83 @@ mod tests {
             deep.points[k] = GpuManifoldPoint { core_a: c, core_b: c - Vec3::Y, key: k as u32, ..Default::default() };
         }
         assert!(keep_frame(&old_deep, &mut deep, &a, &b_deep));
+    }
+
+    /// A resting manifold of a unit cube on a fixed box is carried over without the narrow
+    /// phase: same points, keys, lever arms and anchors, the separations measured between the
+    /// anchors now, the approach velocity from the current velocities, no impulses. It is not
+    /// when the anchors slid 1.2 mm apart, the cube rose past the margin, both bodies turned
+    /// 1.2 degrees together (the normal no longer fits either face), it has two points, a shape
+    /// is rounded, or recycling is off.
+    #[test]
+    fn resting_manifolds_are_recycled_until_they_slide_or_turn() {
+        let p = StepParams { gravity: Vec3::new(0.0, -10.0, 0.0), recycle_contacts: 1, ..Default::default() };
+        let a = GpuBody { orientation: Quat::IDENTITY, ..Default::default() };
+        let at = |position: Vec3, turn: Quat| GpuBody {
+            position,
+            orientation: turn,
+            linear_velocity: Vec3::new(0.0, -0.5, 0.0),
+            ..Default::default()
+        };
+        let b = at(Vec3::new(0.0, 0.999, 0.0), Quat::IDENTITY);
+        let corners = [
+            Vec3::new(-0.5, 0.5, -0.5),
+            Vec3::new(0.5, 0.5, -0.5),
+            Vec3::new(0.5, 0.5, 0.5),
+            Vec3::new(-0.5, 0.5, 0.5),
+        ];
+        let mut old = manifold(Vec3::Y, &[]);
+        (old.count, old.color, old.friction, old.absorbed) = (4, 3, 0.6, 2.0);
+        for (k, &c) in corners.iter().enumerate() {
+            old.points[k] = GpuManifoldPoint {
+                core_a: c + Vec3::new(0.0, -0.0005, 0.0),
+                core_b: c - Vec3::new(0.0, 0.9995, 0.0),
+                anchor_a: c,
+                anchor_b: c - Vec3::Y,
+                normal_impulse: 7.0,
+                key: 10 + k as u32,
+                ..Default::default()
+            };
+        }
+        let margin = 0.02;
+        let m = recycle(&p, &old, &a, &b, margin, 1.0).expect("a resting cube is recycled");
+        assert_eq!((m.recycled, m.frame_kept, m.count, m.color, m.friction, m.normal), (1, 1, 4, 3, 0.6, Vec3::Y));
+        assert_eq!(m.absorbed, 0.0);
+        for (c, q) in m.points[..4].iter().zip(&old.points) {
+            assert_eq!(
+                (c.key, c.core_a, c.core_b, c.anchor_a, c.anchor_b),
+                (q.key, q.core_a, q.core_b, q.anchor_a, q.anchor_b)
+            );
+            assert_eq!(c.normal_impulse, 0.0);
+            // 1 mm deep, measured between the anchors; B falls at 0.5 m/s.
+            let s = c.base_separation + m.normal.dot(c.core_b - c.core_a);
+            assert!((s + 0.001).abs() < 1e-6, "separation {s}");
+            assert_eq!(c.approach_velocity, -0.5);
+        }
+        // Each refusal, from a pose or manifold that differs in one thing.
+        let slid = at(b.position + Vec3::new(1.2 * RECYCLE_DRIFT, 0.0, 0.0), Quat::IDENTITY);
+        assert!(recycle(&p, &old, &a, &slid, margin, 1.0).is_none(), "slid 1.2 mm");
+        let risen = at(b.position + Vec3::new(0.0, 1.001 * margin + 0.001, 0.0), Quat::IDENTITY);
+        assert!(recycle(&p, &old, &a, &risen, margin, 1.0).is_none(), "past the margin");
+        // Both turned together about the cube's contact centre by 1.2 degrees: nothing slid
+        // apart, but the old normal fits neither face.
+        let turn = Quat::from_rotation_z(1.2f32.to_radians());
+        let pivot = Vec3::new(0.0, 0.5, 0.0);
+        let turned_a = GpuBody { position: pivot - turn * pivot, orientation: turn, ..a };
+        let turned_b = at(pivot + turn * (b.position - pivot), turn);
+        assert!(recycle(&p, &old, &turned_a, &turned_b, margin, 1.0).is_none(), "turned together");
+        let barely = Quat::from_rotation_z(0.5f32.to_radians());
+        let barely_a = GpuBody { position: pivot - barely * pivot, orientation: barely, ..a };
+        let barely_b = at(pivot + barely * (b.position - pivot), barely);
+        assert!(recycle(&p, &old, &barely_a, &barely_b, margin, 1.0).is_some(), "turned 0.5 degrees together");
+        let mut two = old;
+        two.count = 2;
+        assert!(recycle(&p, &old, &a, &b, margin, 1.0).is_some() && recycle(&p, &two, &a, &b, margin, 1.0).is_none());
+        let mut rounded = old;
+        rounded.radius_a = 0.01;
+        assert!(recycle(&p, &rounded, &a, &b, margin, 1.0).is_none(), "rounded");
+        let off = StepParams { recycle_contacts: 0, ..p };
+        assert!(recycle(&off, &old, &a, &b, margin, 1.0).is_none(), "off");
     }
 
     /// A new frame: anchors are the surface points in each body's frame, both cores move to

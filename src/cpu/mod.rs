@@ -343,6 +343,7 @@ impl Solver for CpuSolver {
         let (colors, overflow) = self.color_buckets();
         stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
         stats.overflow = overflow.len() as u32;
+        stats.recycled = self.contacts_state.manifolds.iter().map(|m| m.recycled).sum();
         stats.particle_body_dropped = self.particle_grid.dropped;
         Ok(stats)
     }

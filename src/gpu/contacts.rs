@@ -35,6 +35,7 @@ struct Pipelines {
     grid_pairs: wgpu::ComputePipeline,
     grid_finish: wgpu::ComputePipeline,
     collide_pairs: wgpu::ComputePipeline,
+    recycle_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
     adjacency_count: wgpu::ComputePipeline,
     adjacency_offsets: wgpu::ComputePipeline,
@@ -167,6 +168,7 @@ impl GpuContacts {
             faces: region(pair_capacity),
             previous_pairs: region(1 + 2 * pair_capacity),
             previous_faces: region(pair_capacity),
+            recycled: region(pair_capacity),
             ..GpuWorkLayout::default()
         };
         let cells_scratch = region(2 * n);
@@ -360,6 +362,7 @@ impl GpuContacts {
             grid_pairs: p(&pairs_layout, "broad_phase", "grid_pairs"),
             grid_finish: p(&pairs_layout, "broad_phase", "grid_finish"),
             collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
+            recycle_pairs: m("recycle_pairs"),
             compact_manifolds: m("compact_manifolds"),
             adjacency_count: m("adjacency_count"),
             adjacency_offsets: m("adjacency_offsets"),
@@ -455,9 +458,12 @@ impl GpuContacts {
             pass.set_bind_group(0, &self.pairs_group, &[]);
         }
         marks.mark(pass, Stage::NarrowPhase);
+        let group = &self.manifold_groups[parity];
+        pass.set_bind_group(0, group, &[0]);
+        self.dispatch(pass, "recycle_pairs", &p.recycle_pairs, self.pair_grid);
+        pass.set_bind_group(0, &self.pairs_group, &[]);
         self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);
         self.scan.record(pass, &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
-        let group = &self.manifold_groups[parity];
         pass.set_bind_group(0, group, &[0]);
         self.dispatch(pass, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
         marks.mark(pass, Stage::Coloring);

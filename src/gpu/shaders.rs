@@ -4,8 +4,8 @@
 
 use crate::collide::{
     CLIP_TOLERANCE, EDGE_FLOOR_MIN_EDGES, EDGE_FLOOR_MIN_SLACK, EDGE_FLOOR_SLACK, EDGE_PARALLEL_SIN, EDGE_TOLERANCE,
-    FACE_OF_B, FACE_TOLERANCE, FRAME_DRIFT, FRAME_MIN_COS, MAX_CLIP_POINTS, NO_FACE, WARM_START_MIN_COS,
-    WARM_START_RADIUS,
+    FACE_OF_B, FACE_TOLERANCE, FRAME_DRIFT, FRAME_MIN_COS, MAX_CLIP_POINTS, NO_FACE, RECYCLE_DRIFT, RECYCLE_MIN_AREA,
+    WARM_START_MIN_COS, WARM_START_RADIUS,
 };
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
@@ -90,12 +90,20 @@ pub const STAGES: &[(&str, &str, &str)] = &[
     ),
     ("scan", "", include_str!("../../shaders/scan.wgsl")),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
-    ("manifolds", BIND_MANIFOLDS, include_str!("../../shaders/manifolds.wgsl")),
+    (
+        "manifolds",
+        BIND_MANIFOLDS,
+        concat!(include_str!("../../shaders/pairs.wgsl"), include_str!("../../shaders/manifolds.wgsl")),
+    ),
     ("solve_contacts", BIND_SOLVE, include_str!("../../shaders/solve_contacts.wgsl")),
     (
         "broad_phase",
         BIND_PAIRS,
-        concat!(include_str!("../../shaders/collide.wgsl"), include_str!("../../shaders/broad_phase.wgsl")),
+        concat!(
+            include_str!("../../shaders/collide.wgsl"),
+            include_str!("../../shaders/pairs.wgsl"),
+            include_str!("../../shaders/broad_phase.wgsl")
+        ),
     ),
 ];
 
@@ -131,6 +139,8 @@ pub fn header() -> String {
          const WARM_START_MIN_COS: f32 = {WARM_START_MIN_COS:?};\n\
          const FRAME_DRIFT: f32 = {FRAME_DRIFT:?};\n\
          const FRAME_MIN_COS: f32 = {FRAME_MIN_COS:?};\n\
+         const RECYCLE_DRIFT: f32 = {RECYCLE_DRIFT:?};\n\
+         const RECYCLE_MIN_AREA: f32 = {RECYCLE_MIN_AREA:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
          const MAX_COLORS: u32 = {MAX_COLORS}u;\n\
          const COLOR_SPREAD: u32 = {COLOR_SPREAD}u;\n\
