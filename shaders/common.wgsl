@@ -215,9 +215,6 @@ struct Stats {
     dynamic_bodies: u32,
 }
 
-
-// The global index of a thread in a 1D or 2D grid of workgroups (2D when a dispatch needs more
-// than the 65,535 workgroups allowed along one dimension).
 // The normal velocity at the moment of impact of a point `separation` away, closing at `vn`
 // under the normal acceleration `gravity_n`. Twin of `approach_velocity` in src/cpu/stages.rs.
 fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
@@ -227,6 +224,8 @@ fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32 {
     return vn;
 }
 
+// The global index of a thread in a 1D or 2D grid of workgroups (2D when a dispatch needs more
+// than the 65,535 workgroups allowed along one dimension).
 fn thread_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32, size: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * size + local;
 }

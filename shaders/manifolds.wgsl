@@ -157,18 +157,12 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     return true;
 }
 
-// Twice the area of the largest triangle of the first `count` of `points` (in a body's frame),
-// along its normal, or zero for fewer than three. Twin of `anchor_plane` in src/cpu/contacts.rs.
-fn anchor_plane(points: array<vec3<f32>, 4>, count: u32) -> vec3<f32> {
-    var triangles = 0u;
-    if count == 3u {
-        triangles = 1u;
-    } else if count == 4u {
-        triangles = 3u;
-    }
+// Twice the area of the largest of three triangles of four points in a body's frame, along
+// its normal. Twin of `anchor_plane` in src/cpu/contacts.rs.
+fn anchor_plane(points: array<vec3<f32>, 4>) -> vec3<f32> {
     let corners = array<vec3<u32>, 3>(vec3<u32>(0u, 1u, 2u), vec3<u32>(0u, 1u, 3u), vec3<u32>(0u, 2u, 3u));
     var best = vec3<f32>(0.0);
-    for (var t = 0u; t < triangles; t++) {
+    for (var t = 0u; t < 3u; t++) {
         let i = corners[t];
         let c = cross3(points[i.y] - points[i.x], points[i.z] - points[i.x]);
         if dot3(c, c) > dot3(best, best) {
@@ -180,8 +174,8 @@ fn anchor_plane(points: array<vec3<f32>, 4>, count: u32) -> vec3<f32> {
 
 // Whether the plane of a manifold's anchors on one body (orientation `q`) turned from the
 // normal `n` more than FRAME_MIN_COS allows, or is ill-defined.
-fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, count: u32, n: vec3<f32>) -> bool {
-    let c = rotate(q, anchor_plane(points, count));
+fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, n: vec3<f32>) -> bool {
+    let c = rotate(q, anchor_plane(points));
     let cc = dot3(c, c);
     let cn = dot3(c, n);
     return cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc;
@@ -189,13 +183,13 @@ fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, count: u32, n: vec3
 
 // Last step's manifold `prev` carried into this step without the narrow phase: its points and
 // normal as they were, the separations measured between the anchors along the normal, the
-// approach velocities from the current velocities, no impulses. `margin` > 0 checks it: false
-// when the narrow phase must run instead (under three points, an anchor slid RECYCLE_DRIFT
-// across the normal or is `margin` apart along it, either body's anchor plane turned). Twin of
-// `recycle` in src/cpu/contacts.rs.
+// approach velocities from the current velocities, no impulses. False when the narrow phase
+// must run instead: fewer than four points, anchors slid RECYCLE_DRIFT apart across the normal
+// or `margin` apart along it, lever arms FRAME_DRIFT off the anchors' midpoint, either body's
+// anchor plane turned. Twin of `recycle` in src/cpu/contacts.rs.
 fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
     let count = prev.count;
-    if params.recycle_contacts == 0u || !polytopes(prev) || count < 3u {
+    if params.recycle_contacts == 0u || !polytopes(prev) || count < MAX_MANIFOLD_POINTS {
         return false;
     }
     let a = bodies[prev.body_a];
@@ -207,7 +201,7 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         anchors_a[k] = from_array3(prev.points[k].anchor_a);
         anchors_b[k] = from_array3(prev.points[k].anchor_b);
     }
-    if anchors_turned(a.orientation, anchors_a, count, n) || anchors_turned(b.orientation, anchors_b, count, n) {
+    if anchors_turned(a.orientation, anchors_a, n) || anchors_turned(b.orientation, anchors_b, n) {
         return false;
     }
     let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
@@ -229,7 +223,11 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         let gap = (b.position - a.position) + (rb - ra);
         let separation = dot3(n, gap);
         let slide = gap - n * separation;
-        if separation >= margin || dot3(slide, slide) > RECYCLE_DRIFT * RECYCLE_DRIFT {
+        let off_a = q.core_a - (ra + 0.5 * gap);
+        let off_b = q.core_b - (rb - 0.5 * gap);
+        let slid = RECYCLE_DRIFT * RECYCLE_DRIFT;
+        let moved = FRAME_DRIFT * FRAME_DRIFT;
+        if separation >= margin || !(dot3(slide, slide) <= slid && dot3(off_a, off_a) <= moved && dot3(off_b, off_b) <= moved) {
             return false;
         }
         let vn = dot3(n, (b.linear_velocity + cross3(b.angular_velocity, rb)) - (a.linear_velocity + cross3(a.angular_velocity, ra)));
@@ -292,7 +290,8 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     var m: Manifold;
     var old = -1;
     if carried != 0u {
-        // Checked by `recycle_pairs` on the same poses.
+        // `recycle_pairs` checked it on the same poses and velocities: from the same inputs
+        // (the margin aside, which only rules out) it returns true again.
         old = i32(carried - 1u);
         recycle(previous[u32(old)], 3.4028235e38, &m);
     } else {

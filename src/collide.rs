@@ -63,11 +63,10 @@ pub const WARM_START_MIN_COS: f32 = 0.9;
 pub const FRAME_DRIFT: f32 = 0.005;
 /// Cosine of the largest turn of the normal across which a manifold keeps its frame.
 pub const FRAME_MIN_COS: f32 = 0.9998;
-/// A resting manifold of three or more points is carried into the next step without the
-/// narrow phase ("contact recycling", see `recycle` in src/cpu/contacts.rs) while each point's
-/// two anchors have slid less than this apart across the normal since its frame was taken, m:
-/// a fifth of [`FRAME_DRIFT`], so the narrow phase runs again well before the frame could be
-/// dropped.
+/// A resting four-point manifold is carried into the next step without the narrow phase
+/// ("contact recycling", see `recycle` in src/cpu/contacts.rs) while each point's two anchors
+/// have slid less than this apart across the normal since its frame was taken, m: the bodies
+/// moved too little against each other for the narrow phase to find other features.
 pub const RECYCLE_DRIFT: f32 = 0.2 * FRAME_DRIFT;
 /// The smallest area spanned by a recycled manifold's anchors on either body, m² (twice the
 /// area of their largest triangle): below it the plane through them, which tells how far each

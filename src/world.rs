@@ -100,11 +100,12 @@ pub struct SolverSettings {
     /// same for every thread count; when the system cannot start the workers, the solver logs a
     /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
     pub cpu_threads: u32,
-    /// Whether a resting manifold of three or more points between polytopes is carried into
-    /// the next step without the narrow phase, while neither body slid or turned more than a
-    /// millimetre against the other or turned more than a degree from the normal ("contact recycling":
-    /// resting stacks then skip most of the narrow phase). Default true; false runs the
-    /// narrow phase on every pair every step.
+    /// Whether a resting four-point manifold between polytopes is carried into the next step
+    /// without the narrow phase while, since its contact frame was taken, the two bodies slid
+    /// less than 1 mm against each other at every point, and its frame would still be kept
+    /// (lever arms within 5 mm of the contact points, contact faces turned less than 1.15
+    /// degrees from the normal): "contact recycling", with which a resting stack skips most of
+    /// its narrow phase. Default true; false runs the narrow phase on every pair every step.
     pub recycle_contacts: bool,
 }
 

@@ -497,7 +497,7 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>)
 /// (two boxes falling onto the ground one above the other: the lower one stops, the upper one
 /// keeps its speed). Bodies falling side by side close nothing either way, so they make no
 /// contacts, where the sum of the two bodies' travels made one between every pair of
-/// neighbours. It is never more than that sum. Twin of `pair_margin` in shaders/broad_phase.wgsl.
+/// neighbours. It is never more than that sum. Twin of `pair_margin` in shaders/pairs.wgsl.
 pub(crate) fn pair_margin(p: &StepParams, a: &GpuBody, b: &GpuBody, spin_a: f32, spin_b: f32) -> f32 {
     let d = b.position - a.position;
     let len = d.length();
@@ -700,18 +700,12 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
     true
 }
 
-/// Twice the area of the largest triangle of the first `count` of `points` (up to four, in a
-/// body's frame), along its normal: the plane through them, or zero for fewer than three.
-fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
-    const TRIANGLES: [[usize; 3]; 3] = [[0, 1, 2], [0, 1, 3], [0, 2, 3]];
-    let triangles = match count {
-        3 => 1,
-        4 => 3,
-        _ => 0,
-    };
+/// Twice the area of the largest of three triangles of four points in a body's frame, along
+/// its normal: the plane through them.
+fn anchor_plane(points: [Vec3; 4]) -> Vec3 {
     let mut best = Vec3::ZERO;
-    for [i, j, k] in &TRIANGLES[..triangles] {
-        let c = (points[*j] - points[*i]).cross(points[*k] - points[*i]);
+    for [i, j, k] in [[0, 1, 2], [0, 1, 3], [0, 2, 3]] {
+        let c = (points[j] - points[i]).cross(points[k] - points[i]);
         if c.length_squared() > best.length_squared() {
             best = c;
         }
@@ -722,15 +716,18 @@ fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
 /// Last step's manifold of a resting pair of polytopes, carried into this step without the
 /// narrow phase ("contact recycling"), or `None` when the narrow phase must run: its points
 /// (keys, anchors, lever arms) and normal as they were, its separations measured between the
-/// anchors along the normal and each point's approach velocity from the current velocities,
-/// exactly what [`keep_frame`] makes of a pair whose narrow phase finds the same features, and
-/// no impulses (the warm start gives them). It runs when the manifold has three points or more
-/// (fewer leave a turn about the line through them unseen), each point's anchors slid less
-/// than [`RECYCLE_DRIFT`] apart across the normal since the frame was taken and are less than
-/// `margin` apart along it, and the plane of the anchors on each body turned less than
-/// [`FRAME_MIN_COS`] allows from the normal (the contact faces of a face contact: this bounds
-/// how far either body turned, even when both turn together). `falls` is which side gravity
-/// pulls (B's dynamic flag minus A's). Twin of `recycle` in shaders/manifolds.wgsl.
+/// anchors along the normal, each point's approach velocity at its anchors from the current
+/// velocities, and no impulses (the warm start gives them): what [`keep_frame`] makes of a
+/// pair whose narrow phase finds the same features, up to where the approach velocities are
+/// taken. It runs when the manifold has four points (a face contact: with fewer, a point the
+/// narrow phase would add as a face closes in goes unseen); since its frame was taken, each
+/// point's anchors slid less than [`RECYCLE_DRIFT`] apart across the normal (the bodies moved
+/// too little against each other for the features to change) and its lever arms stayed within
+/// [`FRAME_DRIFT`] of the anchors' midpoint, as [`keep_frame`] asks (a turn of both bodies
+/// together, about the normal too, moves it); its anchors are less than `margin` apart along
+/// the normal; and the plane of the anchors on each body turned less than [`FRAME_MIN_COS`]
+/// allows from the normal. `falls` is which side gravity pulls (B's dynamic flag minus A's).
+/// Twin of `recycle` in shaders/manifolds.wgsl.
 pub(crate) fn recycle(
     p: &StepParams,
     old: &GpuManifold,
@@ -740,12 +737,12 @@ pub(crate) fn recycle(
     falls: f32,
 ) -> Option<GpuManifold> {
     let count = old.count as usize;
-    if p.recycle_contacts == 0 || !polytopes(old) || count < 3 {
+    if p.recycle_contacts == 0 || !polytopes(old) || count < crate::collide::MAX_MANIFOLD_POINTS {
         return None;
     }
     let n = old.normal;
     let turned = |q: glam::Quat, anchors: [Vec3; 4]| {
-        let c = rotate(q, anchor_plane(anchors, count));
+        let c = rotate(q, anchor_plane(anchors));
         let cc = c.length_squared();
         let cn = c.dot(n);
         cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc
@@ -770,7 +767,16 @@ pub(crate) fn recycle(
         let (ra, rb) = (rotate(a.orientation, q.anchor_a), rotate(b.orientation, q.anchor_b));
         let gap = (b.position - a.position) + (rb - ra);
         let separation = n.dot(gap);
-        if separation >= margin || (gap - n * separation).length_squared() > RECYCLE_DRIFT * RECYCLE_DRIFT {
+        // The bodies' slide against each other (which changes features), then the lever arms
+        // against where the anchors' midpoint is now, as `keep_frame` bounds them (a turn of
+        // both bodies together, about the normal too, moves it off them).
+        let (arm_a, arm_b) = (ra + 0.5 * gap, rb - 0.5 * gap);
+        let within = |x: Vec3, y: Vec3, d: f32| (x - y).length_squared() <= d * d;
+        if separation >= margin
+            || !(within(gap, n * separation, RECYCLE_DRIFT)
+                && within(q.core_a, arm_a, FRAME_DRIFT)
+                && within(q.core_b, arm_b, FRAME_DRIFT))
+        {
             return None;
         }
         let vn = n.dot(
@@ -1715,44 +1721,60 @@ mod tests {
         assert!(keep_frame(&old_deep, &mut deep, &a, &b_deep));
     }
 
-    /// A resting manifold of a unit cube on a fixed box is carried over without the narrow
-    /// phase: same points, keys, lever arms and anchors, the separations measured between the
-    /// anchors now, the approach velocity from the current velocities, no impulses. It is not
-    /// when the anchors slid 1.2 mm apart, the cube rose past the margin, both bodies turned
-    /// 1.2 degrees together (the normal no longer fits either face), it has two points, a shape
-    /// is rounded, or recycling is off.
-    #[test]
-    fn resting_manifolds_are_recycled_until_they_slide_or_turn() {
-        let p = StepParams { gravity: Vec3::new(0.0, -10.0, 0.0), recycle_contacts: 1, ..Default::default() };
+    /// A resting manifold of a cube of half-size `h` on a fixed box: the frame taken with B's
+    /// bottom face 1 mm deep in A's top face at y = `h`, lever arms at the midpoints. Returns
+    /// A, B (falling at 0.5 m/s) and the manifold.
+    fn cube_on_a_box(h: f32) -> (GpuBody, GpuBody, GpuManifold) {
         let a = GpuBody { orientation: Quat::IDENTITY, ..Default::default() };
-        let at = |position: Vec3, turn: Quat| GpuBody {
-            position,
-            orientation: turn,
+        let b = GpuBody {
+            position: Vec3::new(0.0, 2.0 * h - 0.001, 0.0),
+            orientation: Quat::IDENTITY,
             linear_velocity: Vec3::new(0.0, -0.5, 0.0),
             ..Default::default()
         };
-        let b = at(Vec3::new(0.0, 0.999, 0.0), Quat::IDENTITY);
-        let corners = [
-            Vec3::new(-0.5, 0.5, -0.5),
-            Vec3::new(0.5, 0.5, -0.5),
-            Vec3::new(0.5, 0.5, 0.5),
-            Vec3::new(-0.5, 0.5, 0.5),
-        ];
-        let mut old = manifold(Vec3::Y, &[]);
-        (old.count, old.color, old.friction, old.absorbed) = (4, 3, 0.6, 2.0);
-        for (k, &c) in corners.iter().enumerate() {
-            old.points[k] = GpuManifoldPoint {
-                core_a: c + Vec3::new(0.0, -0.0005, 0.0),
-                core_b: c - Vec3::new(0.0, 0.9995, 0.0),
+        let mut m = manifold(Vec3::Y, &[]);
+        (m.count, m.color, m.friction, m.absorbed) = (4, 3, 0.6, 2.0);
+        for (k, (x, z)) in [(-h, -h), (h, -h), (h, h), (-h, h)].into_iter().enumerate() {
+            let c = Vec3::new(x, h, z);
+            let mid = c - Vec3::new(0.0, 0.0005, 0.0);
+            m.points[k] = GpuManifoldPoint {
+                core_a: mid,
+                core_b: mid - b.position,
                 anchor_a: c,
-                anchor_b: c - Vec3::Y,
+                anchor_b: c - Vec3::new(0.0, 2.0 * h, 0.0),
                 normal_impulse: 7.0,
                 key: 10 + k as u32,
                 ..Default::default()
             };
         }
+        (a, b, m)
+    }
+
+    /// A and B turned together by `turn` about `pivot`.
+    fn turned_together(a: &GpuBody, b: &GpuBody, turn: Quat, pivot: Vec3) -> (GpuBody, GpuBody) {
+        let at = |x: &GpuBody| GpuBody {
+            position: pivot + turn * (x.position - pivot),
+            orientation: turn * x.orientation,
+            ..*x
+        };
+        (at(a), at(b))
+    }
+
+    /// A resting manifold of a unit cube on a fixed box is carried over without the narrow
+    /// phase: same points, keys, lever arms and anchors, the separations measured between the
+    /// anchors now, the approach velocity from the current velocities, no impulses. It is not
+    /// when its anchors slid 1.2 mm apart, the cube rose past the margin, both bodies turned
+    /// together far enough to move a lever arm 5 mm off the anchors' midpoint (0.5 degrees
+    /// about the normal: 6.2 mm; 0.3 degrees, 3.7 mm, is recycled) or their contact faces 1.2
+    /// degrees (also a 1 cm cube's, whose lever arms move 0.2 mm), it has three points, a
+    /// shape is rounded, or recycling is off.
+    #[test]
+    fn resting_manifolds_are_recycled_until_they_slide_or_turn() {
+        let p = StepParams { gravity: Vec3::new(0.0, -10.0, 0.0), recycle_contacts: 1, ..Default::default() };
+        let (a, b, old) = cube_on_a_box(0.5);
         let margin = 0.02;
-        let m = recycle(&p, &old, &a, &b, margin, 1.0).expect("a resting cube is recycled");
+        let recycled = |a: &GpuBody, b: &GpuBody, m: &GpuManifold| recycle(&p, m, a, b, margin, 1.0);
+        let m = recycled(&a, &b, &old).expect("a resting cube is recycled");
         assert_eq!((m.recycled, m.frame_kept, m.count, m.color, m.friction, m.normal), (1, 1, 4, 3, 0.6, Vec3::Y));
         assert_eq!(m.absorbed, 0.0);
         for (c, q) in m.points[..4].iter().zip(&old.points) {
@@ -1767,27 +1789,31 @@ mod tests {
             assert_eq!(c.approach_velocity, -0.5);
         }
         // Each refusal, from a pose or manifold that differs in one thing.
-        let slid = at(b.position + Vec3::new(1.2 * RECYCLE_DRIFT, 0.0, 0.0), Quat::IDENTITY);
-        assert!(recycle(&p, &old, &a, &slid, margin, 1.0).is_none(), "slid 1.2 mm");
-        let risen = at(b.position + Vec3::new(0.0, 1.001 * margin + 0.001, 0.0), Quat::IDENTITY);
-        assert!(recycle(&p, &old, &a, &risen, margin, 1.0).is_none(), "past the margin");
-        // Both turned together about the cube's contact centre by 1.2 degrees: nothing slid
-        // apart, but the old normal fits neither face.
-        let turn = Quat::from_rotation_z(1.2f32.to_radians());
+        let slid = GpuBody { position: b.position + Vec3::new(1.2 * RECYCLE_DRIFT, 0.0, 0.0), ..b };
+        assert!(recycled(&a, &slid, &old).is_none(), "slid 1.2 mm");
+        let risen = GpuBody { position: b.position + Vec3::new(0.0, margin + 0.0011, 0.0), ..b };
+        assert!(recycled(&a, &risen, &old).is_none(), "past the margin");
         let pivot = Vec3::new(0.0, 0.5, 0.0);
-        let turned_a = GpuBody { position: pivot - turn * pivot, orientation: turn, ..a };
-        let turned_b = at(pivot + turn * (b.position - pivot), turn);
-        assert!(recycle(&p, &old, &turned_a, &turned_b, margin, 1.0).is_none(), "turned together");
-        let barely = Quat::from_rotation_z(0.5f32.to_radians());
-        let barely_a = GpuBody { position: pivot - barely * pivot, orientation: barely, ..a };
-        let barely_b = at(pivot + barely * (b.position - pivot), barely);
-        assert!(recycle(&p, &old, &barely_a, &barely_b, margin, 1.0).is_some(), "turned 0.5 degrees together");
-        let mut two = old;
-        two.count = 2;
-        assert!(recycle(&p, &old, &a, &b, margin, 1.0).is_some() && recycle(&p, &two, &a, &b, margin, 1.0).is_none());
+        let cases = [
+            (Quat::from_rotation_y(0.5f32.to_radians()), false, "0.5 degrees about the normal"),
+            (Quat::from_rotation_y(0.3f32.to_radians()), true, "0.3 degrees about the normal"),
+            (Quat::from_rotation_x(1.2f32.to_radians()), false, "1.2 degrees about x"),
+            (Quat::from_rotation_x(0.05f32.to_radians()), true, "0.05 degrees about x"),
+        ];
+        for (turn, kept, what) in cases {
+            let (ta, tb) = turned_together(&a, &b, turn, pivot);
+            assert_eq!(recycled(&ta, &tb, &old).is_some(), kept, "turned together {what}");
+        }
+        let (small_a, small_b, small) = cube_on_a_box(0.005);
+        assert!(recycled(&small_a, &small_b, &small).is_some());
+        let (ta, tb) = turned_together(&small_a, &small_b, Quat::from_rotation_x(1.2f32.to_radians()), Vec3::ZERO);
+        assert!(recycled(&ta, &tb, &small).is_none(), "a 1 cm cube's faces turned 1.2 degrees");
+        let mut three = old;
+        three.count = 3;
+        assert!(recycled(&a, &b, &three).is_none(), "three points");
         let mut rounded = old;
         rounded.radius_a = 0.01;
-        assert!(recycle(&p, &rounded, &a, &b, margin, 1.0).is_none(), "rounded");
+        assert!(recycled(&a, &b, &rounded).is_none(), "rounded");
         let off = StepParams { recycle_contacts: 0, ..p };
         assert!(recycle(&off, &old, &a, &b, margin, 1.0).is_none(), "off");
     }

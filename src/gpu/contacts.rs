@@ -501,7 +501,7 @@ impl GpuContacts {
             Radix::dispatches(self.cell_passes) + 3 + Radix::dispatches(self.pair_passes)
         };
         let coloring = if self.rounds > 0 { 1 + 3 * self.rounds } else { 0 };
-        2 + pairs + (1 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
+        2 + pairs + (2 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start two
