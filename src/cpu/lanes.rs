@@ -5,13 +5,15 @@
 //! manifold-at-a-time pass.
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
-//! substep); manifolds that can bounce, the warm start, restitution and the Jacobi overflow
-//! keep the manifold-at-a-time code.
+//! substep), and the preparation of lever arms, separations and effective masses after each
+//! position update ([`prepare4`]); manifolds that can bounce, the warm start, restitution and
+//! the Jacobi overflow keep the manifold-at-a-time code.
 
-use glam::{BVec4A, Mat3, Vec3, Vec4};
+use glam::{BVec4A, Mat3, Quat, Vec3, Vec4};
 
-use super::contacts::{Motion, Prepared, Soft};
-use crate::layout::{GpuManifold, StepParams};
+use super::contacts::{Geometry, Motion, Prepared, Soft};
+use crate::layout::{GpuBody, GpuManifold, GpuSolverBody, StepParams};
+use crate::math::tangent_basis;
 
 /// Four `Vec3`s, one per lane.
 #[derive(Clone, Copy)]
@@ -76,6 +78,26 @@ impl V3 {
     #[inline(always)]
     fn select(mask: BVec4A, a: Self, b: Self) -> Self {
         Self { x: Vec4::select(mask, a.x, b.x), y: Vec4::select(mask, a.y, b.y), z: Vec4::select(mask, a.z, b.z) }
+    }
+}
+
+/// Four quaternions, one per lane.
+struct Q4 {
+    u: V3,
+    w: Vec4,
+}
+
+impl Q4 {
+    #[inline(always)]
+    fn gather(q: [Quat; 4]) -> Self {
+        Self { u: V3::gather(q.map(|q| Vec3::new(q.x, q.y, q.z))), w: Vec4::new(q[0].w, q[1].w, q[2].w, q[3].w) }
+    }
+
+    /// [`crate::math::rotate`] in four lanes.
+    #[inline(always)]
+    fn rotate(&self, v: V3) -> V3 {
+        let t = self.u.cross(v).scale(Vec4::splat(2.0));
+        v.add(t.scale(self.w)).add(self.u.cross(t))
     }
 }
 
@@ -361,5 +383,69 @@ pub(super) fn solve4(
             q.max_normal_impulse = c.max_normal_impulse[l];
         }
         out[l] = [ma.v.lane(l), ma.w.lane(l), mb.v.lane(l), mb.w.lane(l)];
+    }
+}
+
+/// `prepare`'s work for four manifolds at once, one per lane: each point's lever arms and
+/// separation (`geometry`) at the bodies' current poses and its effective masses
+/// (`effective_masses`) with `motion`'s inverse masses and inertia, and the tangent basis,
+/// written to `out` for the points each manifold has; the same arithmetic in the same order,
+/// so the same bits.
+pub(super) fn prepare4(
+    ms: [&GpuManifold; 4],
+    bodies: &[GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    motion: impl Fn(usize) -> Motion,
+    out: [&mut Prepared; 4],
+) {
+    let (a, b) = (ms.map(|m| m.body_a as usize), ms.map(|m| m.body_b as usize));
+    let (mas, mbs) = (a.map(&motion), b.map(&motion));
+    let ma = Motions::gather(mas.each_ref());
+    let mb = Motions::gather(mbs.each_ref());
+    let n = V3::gather(ms.map(|m| m.normal));
+    let bases = ms.map(|m| tangent_basis(m.normal));
+    let (t1, t2) = (V3::gather(bases.map(|t| t.0)), V3::gather(bases.map(|t| t.1)));
+    let (qa, qb) = (
+        Q4::gather(a.map(|i| solver_bodies[i].delta_rotation)),
+        Q4::gather(b.map(|i| solver_bodies[i].delta_rotation)),
+    );
+    let (da, db) = (
+        V3::gather(a.map(|i| solver_bodies[i].delta_position)),
+        V3::gather(b.map(|i| solver_bodies[i].delta_position)),
+    );
+    let offset = V3::gather(b.map(|i| bodies[i].position)).sub(V3::gather(a.map(|i| bodies[i].position)));
+    let (radius_a, radius_b) = (Vec4::from_array(ms.map(|m| m.radius_a)), Vec4::from_array(ms.map(|m| m.radius_b)));
+    let kept = BVec4A::new(ms[0].frame_kept != 0, ms[1].frame_kept != 0, ms[2].frame_kept != 0, ms[3].frame_kept != 0);
+    let inv_mass = ma.inv_mass + mb.inv_mass;
+    let (t11, t12, t22) = (t1.dot(t1) * inv_mass, t1.dot(t2) * inv_mass, t2.dot(t2) * inv_mass);
+    let rotational = |m: &Motions, r: V3| {
+        let (rn, r1, r2) = (r.cross(n), r.cross(t1), r.cross(t2));
+        let (i1, i2) = (m.inv_inertia.mul(r1), m.inv_inertia.mul(r2));
+        [rn.dot(m.inv_inertia.mul(rn)), r1.dot(i1), r1.dot(i2), r2.dot(i2)]
+    };
+    let [o0, o1, o2, o3] = out;
+    let mut out = [o0, o1, o2, o3];
+    for (q, (t1, t2)) in out.iter_mut().zip(bases) {
+        (q.t1, q.t2) = (t1, t2);
+    }
+    let points = ms.map(|m| m.count as usize).into_iter().max().unwrap_or(0);
+    for k in 0..points {
+        let c = ms.map(|m| &m.points[k]);
+        let (core_a, core_b) = (V3::gather(c.map(|c| c.core_a)), V3::gather(c.map(|c| c.core_b)));
+        let (ca, cb) = (qa.rotate(core_a), qb.rotate(core_b));
+        let base = Vec4::from_array(c.map(|c| c.base_separation));
+        let separation = base + n.dot(db.add(cb).sub(da.add(ca)));
+        let (surface_a, surface_b) = (ca.add(n.scale(radius_a)), cb.sub(n.scale(radius_b)));
+        let half_gap = offset.add(surface_b.sub(surface_a)).scale(Vec4::splat(0.5));
+        let ra = V3::select(kept, core_a, surface_a.add(half_gap));
+        let rb = V3::select(kept, core_b, surface_b.sub(half_gap));
+        let (ka, kb) = (rotational(&ma, ra), rotational(&mb, rb));
+        let masses = [inv_mass + ka[0] + kb[0], t11 + ka[1] + kb[1], t12 + ka[2] + kb[2], t22 + ka[3] + kb[3]];
+        for (l, q) in out.iter_mut().enumerate() {
+            if k < ms[l].count as usize {
+                q.geo[k] = Geometry { ra: ra.lane(l), rb: rb.lane(l), separation: separation[l] };
+                q.k[k] = masses.map(|m| m[l]);
+            }
+        }
     }
 }
