@@ -172,10 +172,9 @@ fn anchor_plane(points: array<vec3<f32>, 4>) -> vec3<f32> {
     return best;
 }
 
-// Whether the plane of a manifold's anchors on one body (orientation `q`) turned from the
-// normal `n` more than FRAME_MIN_COS allows, or is ill-defined.
-fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, n: vec3<f32>) -> bool {
-    let c = rotate(q, anchor_plane(points));
+// Whether the plane of a manifold's anchors on one body, `c` (from `anchor_plane`, turned to
+// the world), turned from the normal `n` more than FRAME_MIN_COS allows, or is ill-defined.
+fn anchors_turned(c: vec3<f32>, n: vec3<f32>) -> bool {
     let cc = dot3(c, c);
     let cn = dot3(c, n);
     return cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc;
@@ -184,9 +183,10 @@ fn anchors_turned(q: vec4<f32>, points: array<vec3<f32>, 4>, n: vec3<f32>) -> bo
 // Last step's manifold `prev` carried into this step without the narrow phase: its points and
 // normal as they were, the separations measured between the anchors along the normal, the
 // approach velocities from the current velocities, no impulses. False when the narrow phase
-// must run instead: fewer than four points, anchors slid RECYCLE_DRIFT apart across the normal
-// or `margin` apart along it, lever arms FRAME_DRIFT off the anchors' midpoint, either body's
-// anchor plane turned. Twin of `recycle` in src/cpu/contacts.rs.
+// must run instead: fewer than four points, anchors slid RECYCLE_DRIFT (or on a small face
+// RECYCLE_SLIDE_FRACTION of its size) apart across the normal or `margin` apart along it,
+// lever arms FRAME_DRIFT off the anchors' midpoint, either body's anchor plane turned. Twin of
+// `recycle` in src/cpu/contacts.rs.
 fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
     let count = prev.count;
     if params.recycle_contacts == 0u || !polytopes(prev) || count < MAX_MANIFOLD_POINTS {
@@ -201,9 +201,13 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         anchors_a[k] = from_array3(prev.points[k].anchor_a);
         anchors_b[k] = from_array3(prev.points[k].anchor_b);
     }
-    if anchors_turned(a.orientation, anchors_a, n) || anchors_turned(b.orientation, anchors_b, n) {
+    let plane_a = rotate(a.orientation, anchor_plane(anchors_a));
+    let plane_b = rotate(b.orientation, anchor_plane(anchors_b));
+    if anchors_turned(plane_a, n) || anchors_turned(plane_b, n) {
         return false;
     }
+    // The slide allowed: less on a small contact face.
+    let allowed = min(RECYCLE_DRIFT, RECYCLE_SLIDE_FRACTION * sqrt(sqrt(dot3(plane_a, plane_a))));
     let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
     let gravity_n = dot3(n, params.gravity) * falls;
     var r: Manifold;
@@ -225,7 +229,7 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         let slide = gap - n * separation;
         let off_a = q.core_a - (ra + 0.5 * gap);
         let off_b = q.core_b - (rb - 0.5 * gap);
-        let slid = RECYCLE_DRIFT * RECYCLE_DRIFT;
+        let slid = allowed * allowed;
         let moved = FRAME_DRIFT * FRAME_DRIFT;
         if separation >= margin || !(dot3(slide, slide) <= slid && dot3(off_a, off_a) <= moved && dot3(off_b, off_b) <= moved) {
             return false;

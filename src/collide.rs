@@ -68,6 +68,11 @@ pub const FRAME_MIN_COS: f32 = 0.9998;
 /// have slid less than this apart across the normal since its frame was taken, m: the bodies
 /// moved too little against each other for the narrow phase to find other features.
 pub const RECYCLE_DRIFT: f32 = 0.2 * FRAME_DRIFT;
+/// On a contact face smaller than [`RECYCLE_DRIFT`] over this, the slide a recycled manifold
+/// allows is this fraction of the face's size instead (the square root of twice the area of
+/// the largest triangle of its anchors on body A): 0.2 mm on a face of 1 cm, where a
+/// millimetre would carry contact points well past the edge of the overlap.
+pub const RECYCLE_SLIDE_FRACTION: f32 = 0.02;
 /// The smallest area spanned by a recycled manifold's anchors on either body, m² (twice the
 /// area of their largest triangle): below it the plane through them, which tells how far each
 /// side turned, is ill-defined.

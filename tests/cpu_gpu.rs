@@ -418,9 +418,14 @@ fn gpu_broad_phase_finds_the_cpu_pairs() {
 /// A unit cube without friction at `position` with `velocity`, on a fixed 1 x 1 x 4 m box
 /// without friction centred at the origin (long along z): (world, the cube).
 fn frictionless_box_on_a_long_box(position: Vec3, velocity: Vec3) -> (World, BodyHandle) {
+    frictionless_box_on_a_long_box_scaled(1.0, position, velocity)
+}
+
+/// [`frictionless_box_on_a_long_box`] with every length times `scale`.
+fn frictionless_box_on_a_long_box_scaled(scale: f32, position: Vec3, velocity: Vec3) -> (World, BodyHandle) {
     let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
-    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
-    let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0) * scale)).friction(0.0)).unwrap();
+    let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5 * scale)))
         .position(position)
         .linear_velocity(velocity)
         .friction(0.0);
@@ -520,15 +525,26 @@ fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
     assert!(flips >= 1, "no feature key changed: the box did not cross the clipping tolerance");
 }
 
-/// Steps a box sliding without friction along a long fixed box at `speed` (m/s, along z) on
-/// both paths for `steps` steps, checking step by step that both paths keep, recycle or take
-/// anew the same contact frame and hold the same normal, anchors and separations; returns how
-/// many steps kept the frame, took a new one, and recycled the manifold.
-fn slide_on_both_paths(ctx: &'static signorini::GpuContext, speed: f32, steps: u32) -> (u32, u32, u32) {
-    let (world, top) = frictionless_box_on_a_long_box(Vec3::new(0.0, 0.999, -1.0), Vec3::new(0.0, 0.0, speed));
+/// How many steps of [`slide_on_both_paths`] kept the frame, took a new one, recycled the
+/// manifold, and recycled it in a row at most.
+struct Slide {
+    kept: u32,
+    fresh: u32,
+    recycled: u32,
+    longest: u32,
+}
+
+/// Steps a box sliding without friction along a long fixed box (both `scale` times those of
+/// [`frictionless_box_on_a_long_box`], the box 1 mm deep at scale 1) at `speed` (m/s, along
+/// z) on both paths for `steps` steps, checking step by step that both paths keep, recycle or
+/// take anew the same contact frame and hold the same normal, anchors and separations.
+fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f32, steps: u32) -> Slide {
+    let start = Vec3::new(0.0, 0.999, -1.0) * scale;
+    let (world, top) = frictionless_box_on_a_long_box_scaled(scale, start, Vec3::new(0.0, 0.0, speed));
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
-    let (mut kept, mut fresh, mut recycled) = (0, 0, 0);
+    let mut slide = Slide { kept: 0, fresh: 0, recycled: 0, longest: 0 };
+    let mut run = 0;
     for step in 1..=steps {
         cpu.step();
         gpu.step();
@@ -548,16 +564,18 @@ fn slide_on_both_paths(ctx: &'static signorini::GpuContext, speed: f32, steps: u
             assert!((p.base_separation - q.base_separation).abs() < 1e-5, "step {step}, key {:x}", p.key);
         }
         if x.frame_kept != 0 {
-            kept += 1
+            slide.kept += 1
         } else {
-            fresh += 1
+            slide.fresh += 1
         }
-        recycled += x.recycled;
+        slide.recycled += x.recycled;
+        run = if x.recycled != 0 { run + 1 } else { 0 };
+        slide.longest = slide.longest.max(run);
     }
     let z = cpu.body_state(top).unwrap().position.z;
-    let expect = -1.0 + speed * steps as f32 / 60.0;
-    assert!((z - expect).abs() < 1e-3, "the box slid to z = {z}, not {expect}");
-    (kept, fresh, recycled)
+    let expect = start.z + speed * steps as f32 / 60.0;
+    assert!((z - expect).abs() < 1e-3 * scale, "the box slid to z = {z}, not {expect}");
+    slide
 }
 
 /// The CPU and the GPU keep and drop the same contact frames: a box sliding without friction
@@ -567,7 +585,7 @@ fn slide_on_both_paths(ctx: &'static signorini::GpuContext, speed: f32, steps: u
 #[test]
 fn cpu_and_gpu_keep_the_same_contact_frames() {
     let Some(ctx) = common::gpu() else { return };
-    let (kept, fresh, recycled) = slide_on_both_paths(ctx, 0.1, 36);
+    let Slide { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.1, 36);
     assert!(kept >= 18 && fresh >= 9, "{kept} steps kept the frame, {fresh} took a new one");
     assert_eq!(recycled, 0, "a manifold was recycled across a 1.7 mm slide");
 }
@@ -579,7 +597,19 @@ fn cpu_and_gpu_keep_the_same_contact_frames() {
 #[test]
 fn cpu_and_gpu_recycle_the_same_manifolds() {
     let Some(ctx) = common::gpu() else { return };
-    let (kept, fresh, recycled) = slide_on_both_paths(ctx, 0.04, 48);
+    let Slide { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.04, 48);
     assert!(recycled >= 4 && fresh >= 4, "{recycled} steps recycled the manifold, {fresh} took a new frame");
     assert!(kept >= 30, "{kept} steps kept the frame");
+}
+
+/// On a small contact face the slide a recycled manifold allows shrinks with the face, alike on
+/// both paths: a 2 cm cube sliding 0.25 mm a step on a long box allows 0.4 mm
+/// (`RECYCLE_SLIDE_FRACTION` of its 2 cm face) instead of 1 mm, so the step after a new frame
+/// recycles and the next runs the narrow phase (the 1 mm bound would recycle four in a row).
+#[test]
+fn cpu_and_gpu_recycle_less_on_a_small_face() {
+    let Some(ctx) = common::gpu() else { return };
+    let slide = slide_on_both_paths(ctx, 0.02, 0.015, 60);
+    assert!(slide.recycled >= 2, "{} steps recycled the manifold", slide.recycled);
+    assert_eq!(slide.longest, 1, "recycled {} steps in a row", slide.longest);
 }

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::stages::contact_compliance;
 use crate::collide::{
-    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA, WARM_START_MIN_COS, WARM_START_RADIUS,
-    collide_cached,
+    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA, RECYCLE_SLIDE_FRACTION,
+    WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
 };
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
@@ -721,8 +721,9 @@ fn anchor_plane(points: [Vec3; 4]) -> Vec3 {
 /// pair whose narrow phase finds the same features, up to where the approach velocities are
 /// taken. It runs when the manifold has four points (a face contact: with fewer, a point the
 /// narrow phase would add as a face closes in goes unseen); since its frame was taken, each
-/// point's anchors slid less than [`RECYCLE_DRIFT`] apart across the normal (the bodies moved
-/// too little against each other for the features to change) and its lever arms stayed within
+/// point's anchors slid less than [`RECYCLE_DRIFT`] apart across the normal, or less than
+/// [`RECYCLE_SLIDE_FRACTION`] of the contact face's size on a small face (the bodies moved too
+/// little against each other for the features to change), and its lever arms stayed within
 /// [`FRAME_DRIFT`] of the anchors' midpoint, as [`keep_frame`] asks (a turn of both bodies
 /// together, about the normal too, moves it); its anchors are less than `margin` apart along
 /// the normal; and the plane of the anchors on each body turned less than [`FRAME_MIN_COS`]
@@ -741,15 +742,21 @@ pub(crate) fn recycle(
         return None;
     }
     let n = old.normal;
-    let turned = |q: glam::Quat, anchors: [Vec3; 4]| {
-        let c = rotate(q, anchor_plane(anchors));
+    let (plane_a, plane_b) = (
+        rotate(a.orientation, anchor_plane(old.points.map(|c| c.anchor_a))),
+        rotate(b.orientation, anchor_plane(old.points.map(|c| c.anchor_b))),
+    );
+    let turned = |c: Vec3| {
         let cc = c.length_squared();
         let cn = c.dot(n);
         cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc
     };
-    if turned(a.orientation, old.points.map(|c| c.anchor_a)) || turned(b.orientation, old.points.map(|c| c.anchor_b)) {
+    if turned(plane_a) || turned(plane_b) {
         return None;
     }
+    // The slide allowed: less on a small contact face (its size: the square root of twice
+    // the area of A's anchors' largest triangle).
+    let slide = RECYCLE_DRIFT.min(RECYCLE_SLIDE_FRACTION * plane_a.length_squared().sqrt().sqrt());
     let gravity_n = n.dot(p.gravity) * falls;
     let mut m = GpuManifold {
         body_a: old.body_a,
@@ -773,7 +780,7 @@ pub(crate) fn recycle(
         let (arm_a, arm_b) = (ra + 0.5 * gap, rb - 0.5 * gap);
         let within = |x: Vec3, y: Vec3, d: f32| (x - y).length_squared() <= d * d;
         if separation >= margin
-            || !(within(gap, n * separation, RECYCLE_DRIFT)
+            || !(within(gap, n * separation, slide)
                 && within(q.core_a, arm_a, FRAME_DRIFT)
                 && within(q.core_b, arm_b, FRAME_DRIFT))
         {
@@ -1778,8 +1785,8 @@ mod tests {
     /// when its anchors slid 1.2 mm apart, the cube rose past the margin, both bodies turned
     /// together far enough to move a lever arm 5 mm off the anchors' midpoint (0.5 degrees
     /// about the normal: 6.2 mm; 0.3 degrees, 3.7 mm, is recycled) or their contact faces 1.2
-    /// degrees (also a 1 cm cube's, whose lever arms move 0.2 mm), it has three points, a
-    /// shape is rounded, or recycling is off.
+    /// degrees (also a 1 cm cube's, whose lever arms move 0.2 mm), a 1 cm cube slid 0.25 mm
+    /// (its face allows 0.2 mm), it has three points, a shape is rounded, or recycling is off.
     #[test]
     fn resting_manifolds_are_recycled_until_they_slide_or_turn() {
         let p = StepParams { gravity: Vec3::new(0.0, -10.0, 0.0), recycle_contacts: 1, ..Default::default() };
@@ -1816,8 +1823,14 @@ mod tests {
             let (ta, tb) = turned_together(&a, &b, turn, pivot);
             assert_eq!(recycled(&ta, &tb, &old).is_some(), kept, "turned together {what}");
         }
+        let nearly = GpuBody { position: b.position + Vec3::new(0.9 * RECYCLE_DRIFT, 0.0, 0.0), ..b };
+        assert!(recycled(&a, &nearly, &old).is_some(), "slid 0.9 mm");
+        // A 1 cm cube's face allows 2 % of its 1 cm: 0.2 mm.
         let (small_a, small_b, small) = cube_on_a_box(0.005);
         assert!(recycled(&small_a, &small_b, &small).is_some());
+        let shifted = |dx: f32| GpuBody { position: small_b.position + Vec3::new(dx, 0.0, 0.0), ..small_b };
+        assert!(recycled(&small_a, &shifted(0.00015), &small).is_some(), "a 1 cm cube slid 0.15 mm");
+        assert!(recycled(&small_a, &shifted(0.00025), &small).is_none(), "a 1 cm cube slid 0.25 mm");
         let (ta, tb) = turned_together(&small_a, &small_b, Quat::from_rotation_x(1.2f32.to_radians()), Vec3::ZERO);
         assert!(recycled(&ta, &tb, &small).is_none(), "a 1 cm cube's faces turned 1.2 degrees");
         let mut three = old;
