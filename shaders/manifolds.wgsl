@@ -100,6 +100,24 @@ fn fresh_frame(m: ptr<function, Manifold>) {
     }
 }
 
+// How far a kept frame's anchors and lever arms may drift: FRAME_DRIFT, or FRAME_DRIFT_FRACTION
+// of the contact's size when that is less. Twin of `frame_drift` in src/cpu/contacts.rs.
+fn frame_drift(prev: Manifold) -> f32 {
+    var size = 0.0;
+    if prev.count == 2u {
+        size = length3(from_array3(prev.points[1].anchor_a) - from_array3(prev.points[0].anchor_a));
+    } else if prev.count >= 3u {
+        var anchors: array<vec3<f32>, 4>;
+        for (var k = 0u; k < 4u; k++) {
+            anchors[k] = from_array3(prev.points[k].anchor_a);
+        }
+        size = sqrt(length3(anchor_plane(anchors, prev.count)));
+    } else {
+        return FRAME_DRIFT;
+    }
+    return min(FRAME_DRIFT, FRAME_DRIFT_FRACTION * size);
+}
+
 // Keeps last step's contact frame of a resting pair of polytopes (normal, lever arms in the
 // cores, anchors), the separations measured between the old anchors, and says whether it did.
 // Twin of `keep_frame` in src/cpu/contacts.rs.
@@ -113,7 +131,8 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     var taken = array<bool, 4>(false, false, false, false);
     var anchors_a: array<vec3<f32>, 4>;
     var anchors_b: array<vec3<f32>, 4>;
-    let limit = FRAME_DRIFT * FRAME_DRIFT;
+    let drift = frame_drift(prev);
+    let limit = drift * drift;
     for (var k = 0u; k < (*m).count; k++) {
         var found = NO_POINT;
         for (var j = 0u; j < prev.count; j++) {
@@ -157,12 +176,19 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     return true;
 }
 
-// Twice the area of the largest of three triangles of four points in a body's frame, along
-// its normal. Twin of `anchor_plane` in src/cpu/contacts.rs.
-fn anchor_plane(points: array<vec3<f32>, 4>) -> vec3<f32> {
+// Twice the area of the largest triangle of the first `count` of four points in a body's frame
+// (of three triangles of four, the one of three), along its normal; zero for fewer than three.
+// Twin of `anchor_plane` in src/cpu/contacts.rs.
+fn anchor_plane(points: array<vec3<f32>, 4>, count: u32) -> vec3<f32> {
     let corners = array<vec3<u32>, 3>(vec3<u32>(0u, 1u, 2u), vec3<u32>(0u, 1u, 3u), vec3<u32>(0u, 2u, 3u));
+    var triangles = 0u;
+    if count == 3u {
+        triangles = 1u;
+    } else if count == 4u {
+        triangles = 3u;
+    }
     var best = vec3<f32>(0.0);
-    for (var t = 0u; t < 3u; t++) {
+    for (var t = 0u; t < triangles; t++) {
         let i = corners[t];
         let c = cross3(points[i.y] - points[i.x], points[i.z] - points[i.x]);
         if dot3(c, c) > dot3(best, best) {
@@ -185,7 +211,7 @@ fn anchors_turned(c: vec3<f32>, n: vec3<f32>) -> bool {
 // approach velocities from the current velocities, no impulses. False when the narrow phase
 // must run instead: fewer than four points, anchors slid RECYCLE_DRIFT (or on a small face
 // RECYCLE_SLIDE_FRACTION of its size) apart across the normal or `margin` apart along it,
-// lever arms FRAME_DRIFT off the anchors' midpoint, either body's anchor plane turned. Twin of
+// lever arms `frame_drift` off the anchors' midpoint, either body's anchor plane turned. Twin of
 // `recycle` in src/cpu/contacts.rs.
 fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
     let count = prev.count;
@@ -201,13 +227,14 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         anchors_a[k] = from_array3(prev.points[k].anchor_a);
         anchors_b[k] = from_array3(prev.points[k].anchor_b);
     }
-    let plane_a = rotate(a.orientation, anchor_plane(anchors_a));
-    let plane_b = rotate(b.orientation, anchor_plane(anchors_b));
+    let plane_a = rotate(a.orientation, anchor_plane(anchors_a, count));
+    let plane_b = rotate(b.orientation, anchor_plane(anchors_b, count));
     if anchors_turned(plane_a, n) || anchors_turned(plane_b, n) {
         return false;
     }
     // The slide allowed: less on a small contact face.
     let allowed = min(RECYCLE_DRIFT, RECYCLE_SLIDE_FRACTION * sqrt(sqrt(dot3(plane_a, plane_a))));
+    let drift = frame_drift(prev);
     let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
     let gravity_n = dot3(n, params.gravity) * falls;
     var r: Manifold;
@@ -230,7 +257,7 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         let off_a = q.core_a - (ra + 0.5 * gap);
         let off_b = q.core_b - (rb - 0.5 * gap);
         let slid = allowed * allowed;
-        let moved = FRAME_DRIFT * FRAME_DRIFT;
+        let moved = drift * drift;
         if separation >= margin || !(dot3(slide, slide) <= slid && dot3(off_a, off_a) <= moved && dot3(off_b, off_b) <= moved) {
             return false;
         }

@@ -59,8 +59,12 @@ pub const WARM_START_MIN_COS: f32 = 0.9;
 /// while each point's anchors are within this distance of the surface points the narrow phase
 /// finds now, and its lever arms within it of the new frame's, m: the pair rests, up to slips
 /// and turns this small (a lever arm of 0.87 m, a unit cube's corner, turns 6 mrad before it
-/// moves this far). Absolute: generous for centimetre-sized bodies.
+/// moves this far). On contacts under 5 cm, [`FRAME_DRIFT_FRACTION`] of their size.
 pub const FRAME_DRIFT: f32 = 0.005;
+/// On a contact smaller than [`FRAME_DRIFT`] over this, a kept frame's anchors and lever arms
+/// may drift this fraction of its size instead (see `frame_drift` in src/cpu/contacts.rs): 1 mm
+/// on a 1 cm face, where 5 mm would leave the lever arms half the face off.
+pub const FRAME_DRIFT_FRACTION: f32 = 0.1;
 /// Cosine of the largest turn of the normal across which a manifold keeps its frame.
 pub const FRAME_MIN_COS: f32 = 0.9998;
 /// A resting four-point manifold is carried into the next step without the narrow phase

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::stages::contact_compliance;
 use crate::collide::{
-    FRAME_DRIFT, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA, RECYCLE_SLIDE_FRACTION,
-    WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
+    FRAME_DRIFT, FRAME_DRIFT_FRACTION, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA,
+    RECYCLE_SLIDE_FRACTION, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
 };
 use crate::coloring::{ColoringScratch, color_graph};
 use crate::layout::{
@@ -646,10 +646,25 @@ pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
     }
 }
 
+/// How far a kept frame's anchors and lever arms may drift (see [`keep_frame`]): [`FRAME_DRIFT`],
+/// or [`FRAME_DRIFT_FRACTION`] of the contact's size when that is less. The size is the
+/// distance between two points' anchors on A, or for three or four the square root of twice
+/// the area of their largest triangle; a one-point contact has none. Twin of `frame_drift` in
+/// shaders/manifolds.wgsl.
+pub(crate) fn frame_drift(old: &GpuManifold) -> f32 {
+    let count = old.count as usize;
+    let size = match count {
+        2 => (old.points[1].anchor_a - old.points[0].anchor_a).length(),
+        3 | 4 => anchor_plane(old.points.map(|c| c.anchor_a), count).length().sqrt(),
+        _ => return FRAME_DRIFT,
+    };
+    FRAME_DRIFT.min(FRAME_DRIFT_FRACTION * size)
+}
+
 /// Keeps last step's contact frame of a resting pair of polytopes ("anchor freezing") and
 /// returns whether it did: when every new point (cores on each body's surface, as the narrow
 /// phase found them) has an old point of its own with its key whose anchors are within
-/// [`FRAME_DRIFT`] of the new surface points and whose lever arms are within it of the new
+/// [`frame_drift`] of the new surface points and whose lever arms are within it of the new
 /// frame's (their midpoint), and the normal turned less than
 /// [`FRAME_MIN_COS`] allows, the manifold takes the old normal, lever arms and anchors, and its
 /// separations are measured between the old anchors along the old normal. Re-deriving them
@@ -662,7 +677,8 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
         return false;
     }
     let count = m.count as usize;
-    let near = |x: Vec3, y: Vec3| (x - y).length_squared() <= FRAME_DRIFT * FRAME_DRIFT;
+    let drift = frame_drift(old);
+    let near = |x: Vec3, y: Vec3| (x - y).length_squared() <= drift * drift;
     // Per point: the old point, and where its anchors are now (offsets from the centres).
     let mut kept = [(0, Vec3::ZERO, Vec3::ZERO); crate::collide::MAX_MANIFOLD_POINTS];
     let mut taken = [false; crate::collide::MAX_MANIFOLD_POINTS];
@@ -700,11 +716,18 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
     true
 }
 
-/// Twice the area of the largest of three triangles of four points in a body's frame, along
-/// its normal: the plane through them.
-fn anchor_plane(points: [Vec3; 4]) -> Vec3 {
+/// Twice the area of the largest triangle of the first `count` of four points in a body's frame
+/// (of three triangles of four, the one of three), along its normal: the plane through them;
+/// zero for fewer than three.
+fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
+    const TRIANGLES: [[usize; 3]; 3] = [[0, 1, 2], [0, 1, 3], [0, 2, 3]];
+    let triangles = match count {
+        3 => 1,
+        4 => 3,
+        _ => 0,
+    };
     let mut best = Vec3::ZERO;
-    for [i, j, k] in [[0, 1, 2], [0, 1, 3], [0, 2, 3]] {
+    for &[i, j, k] in &TRIANGLES[..triangles] {
         let c = (points[j] - points[i]).cross(points[k] - points[i]);
         if c.length_squared() > best.length_squared() {
             best = c;
@@ -724,7 +747,7 @@ fn anchor_plane(points: [Vec3; 4]) -> Vec3 {
 /// point's anchors slid less than [`RECYCLE_DRIFT`] apart across the normal, or less than
 /// [`RECYCLE_SLIDE_FRACTION`] of the contact face's size on a small face (the bodies moved too
 /// little against each other for the features to change), and its lever arms stayed within
-/// [`FRAME_DRIFT`] of the anchors' midpoint, as [`keep_frame`] asks (a turn of both bodies
+/// [`frame_drift`] of the anchors' midpoint, as [`keep_frame`] asks (a turn of both bodies
 /// together, about the normal too, moves it); its anchors are less than `margin` apart along
 /// the normal; and the plane of the anchors on each body turned less than [`FRAME_MIN_COS`]
 /// allows from the normal. `falls` is which side gravity pulls (B's dynamic flag minus A's).
@@ -743,8 +766,8 @@ pub(crate) fn recycle(
     }
     let n = old.normal;
     let (plane_a, plane_b) = (
-        rotate(a.orientation, anchor_plane(old.points.map(|c| c.anchor_a))),
-        rotate(b.orientation, anchor_plane(old.points.map(|c| c.anchor_b))),
+        rotate(a.orientation, anchor_plane(old.points.map(|c| c.anchor_a), count)),
+        rotate(b.orientation, anchor_plane(old.points.map(|c| c.anchor_b), count)),
     );
     let turned = |c: Vec3| {
         let cc = c.length_squared();
@@ -757,6 +780,7 @@ pub(crate) fn recycle(
     // The slide allowed: less on a small contact face (its size: the square root of twice
     // the area of A's anchors' largest triangle).
     let slide = RECYCLE_DRIFT.min(RECYCLE_SLIDE_FRACTION * plane_a.length_squared().sqrt().sqrt());
+    let drift = frame_drift(old);
     let gravity_n = n.dot(p.gravity) * falls;
     let mut m = GpuManifold {
         body_a: old.body_a,
@@ -780,9 +804,7 @@ pub(crate) fn recycle(
         let (arm_a, arm_b) = (ra + 0.5 * gap, rb - 0.5 * gap);
         let within = |x: Vec3, y: Vec3, d: f32| (x - y).length_squared() <= d * d;
         if separation >= margin
-            || !(within(gap, n * separation, slide)
-                && within(q.core_a, arm_a, FRAME_DRIFT)
-                && within(q.core_b, arm_b, FRAME_DRIFT))
+            || !(within(gap, n * separation, slide) && within(q.core_a, arm_a, drift) && within(q.core_b, arm_b, drift))
         {
             return None;
         }
@@ -1305,7 +1327,7 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
 /// momentum (levers to each body's own surface point made friction a torque couple: 4 % of a
 /// cloud's angular momentum lost in 2 s). In a kept frame (see `keep_frame`) the lever arms
 /// are the cores as they were when the frame was taken, where they met, and stay put: the
-/// bodies have moved apart since by less than [`FRAME_DRIFT`], so their impulses exert a small
+/// bodies have moved apart since by less than [`frame_drift`], so their impulses exert a small
 /// torque, the price of a frame that does not follow a lean.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Geometry {
@@ -1777,6 +1799,30 @@ mod tests {
             ..*x
         };
         (at(a), at(b))
+    }
+
+    /// A kept frame's drift bound shrinks with a small contact: a 1 cm cube on a box keeps its
+    /// frame after a 0.5 mm slide but not after 1.5 mm (a tenth of its 1 cm face), where a
+    /// unit cube keeps it after 4 mm (the 5 mm of `FRAME_DRIFT`).
+    #[test]
+    fn a_small_contact_keeps_its_frame_over_less_drift() {
+        let slid = |h: f32, dx: f32| {
+            let (a, b, old) = cube_on_a_box(h);
+            let b = GpuBody { position: b.position + Vec3::new(dx, 0.0, 0.0), ..b };
+            // What the narrow phase finds: B's corners where they were on B, A's points under them.
+            let mut m = old;
+            for c in &mut m.points[..4] {
+                (c.core_a, c.core_b) = (c.anchor_a + Vec3::new(dx, 0.0, 0.0), c.anchor_b);
+            }
+            keep_frame(&old, &mut m, &a, &b)
+        };
+        let (_, _, small) = cube_on_a_box(0.005);
+        assert!((frame_drift(&small) - 0.001).abs() < 1e-6, "{}", frame_drift(&small));
+        assert_eq!(frame_drift(&cube_on_a_box(0.5).2), FRAME_DRIFT);
+        assert!(slid(0.005, 0.0005), "0.5 mm on a 1 cm cube");
+        assert!(!slid(0.005, 0.0015), "1.5 mm on a 1 cm cube");
+        assert!(slid(0.5, 0.004), "4 mm on a unit cube");
+        assert!(!slid(0.5, 0.006), "6 mm on a unit cube");
     }
 
     /// A resting manifold of a unit cube on a fixed box is carried over without the narrow
