@@ -649,8 +649,9 @@ pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
 /// How far a kept frame's anchors and lever arms may drift (see [`keep_frame`]): [`FRAME_DRIFT`],
 /// or [`FRAME_DRIFT_FRACTION`] of the contact's size when that is less. The size is the
 /// distance between two points' anchors on A, or for three or four the square root of twice
-/// the area of their largest triangle; a one-point contact has none. Twin of `frame_drift` in
-/// shaders/manifolds.wgsl.
+/// the area of their largest triangle; a one-point contact has none and keeps [`FRAME_DRIFT`]
+/// even between small bodies. Nearly collinear points have a size near zero: such a frame is
+/// taken anew each step. Twin of `frame_drift` in shaders/manifolds.wgsl.
 pub(crate) fn frame_drift(old: &GpuManifold) -> f32 {
     let count = old.count as usize;
     let size = match count {
@@ -1819,6 +1820,17 @@ mod tests {
         let (_, _, small) = cube_on_a_box(0.005);
         assert!((frame_drift(&small) - 0.001).abs() < 1e-6, "{}", frame_drift(&small));
         assert_eq!(frame_drift(&cube_on_a_box(0.5).2), FRAME_DRIFT);
+        // Three points: their one triangle, twice whose area is the 1 cm square's (size 1 cm);
+        // two, across the diagonal: 1.41 cm apart; one: no size.
+        let mut three = small;
+        three.count = 3;
+        assert!((frame_drift(&three) - 0.001).abs() < 1e-6, "{}", frame_drift(&three));
+        let mut two = small;
+        (two.count, two.points[1]) = (2, small.points[2]);
+        assert!((frame_drift(&two) - 0.1 * 0.01 * 2f32.sqrt()).abs() < 1e-6, "{}", frame_drift(&two));
+        let mut one = small;
+        one.count = 1;
+        assert_eq!(frame_drift(&one), FRAME_DRIFT);
         assert!(slid(0.005, 0.0005), "0.5 mm on a 1 cm cube");
         assert!(!slid(0.005, 0.0015), "1.5 mm on a 1 cm cube");
         assert!(slid(0.5, 0.004), "4 mm on a unit cube");

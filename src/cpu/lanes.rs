@@ -1,8 +1,9 @@
-//! Four manifolds of one color solved at once, one in each lane of a `Vec4` (SSE2 on x86-64,
-//! plain arrays elsewhere). The manifolds of a color share no dynamic body, so the lanes are
-//! independent, and each lane does exactly the arithmetic of `manifold_pass` on its manifold,
-//! in the same order (branches become selects): the results are bit for bit those of the
-//! manifold-at-a-time pass.
+//! Four manifolds at once, one in each lane of a `Vec4` (SSE2 on x86-64, plain arrays
+//! elsewhere). The sweeps ([`solve4`]) take four manifolds of one color, which share no dynamic
+//! body, so the lanes are independent; the preparation ([`prepare4`]) takes any four, since it
+//! only reads the bodies. Each lane does exactly the arithmetic of the one-manifold code on its
+//! manifold, in the same order (branches become selects): the results are bit for bit those
+//! of the manifold-at-a-time code.
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
 //! substep), and the preparation of lever arms, separations and effective masses after each
