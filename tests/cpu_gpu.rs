@@ -450,24 +450,7 @@ fn cpu_and_gpu_stop_recycling_alike_on_a_turntable() {
     world.add_body(table).unwrap();
     let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, 0.999, 0.0));
     world.add_body(cube.friction(1.0)).unwrap();
-    let mut cpu = CpuSolver::new(&world).unwrap();
-    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
-    let (mut run, mut longest, mut recycled) = (0, 0, 0);
-    for step in 1..=60 {
-        cpu.step();
-        gpu.step();
-        let (a, g) = (cpu.manifolds().to_vec(), gpu.manifolds().unwrap());
-        assert_eq!((a.len(), g.len()), (1, 1), "step {step}");
-        let (x, y) = (&a[0], &g[0]);
-        assert_eq!((x.recycled, x.frame_kept), (y.recycled, y.frame_kept), "step {step}: the paths differ");
-        for (p, q) in x.points[..x.count as usize].iter().zip(&y.points) {
-            assert_eq!(p.key, q.key, "step {step}");
-            assert!((p.core_a - q.core_a).length() < 1e-5, "step {step}: {} vs {}", p.core_a, q.core_a);
-        }
-        run = if x.recycled != 0 { run + 1 } else { 0 };
-        longest = longest.max(run);
-        recycled += x.recycled;
-    }
+    let Frames { recycled, longest, .. } = frames_on_both_paths(ctx, &world, 60).0;
     assert!(recycled >= 30, "{recycled} of 60 steps recycled");
     assert!(longest <= 21, "{longest} steps in a row recycled while the lever arms turned 0.24 mm a step");
 }
@@ -525,25 +508,23 @@ fn cpu_and_gpu_warm_starts_agree_where_feature_keys_change() {
     assert!(flips >= 1, "no feature key changed: the box did not cross the clipping tolerance");
 }
 
-/// How many steps of [`slide_on_both_paths`] kept the frame, took a new one, recycled the
+/// How many steps of [`frames_on_both_paths`] kept the frame, took a new one, recycled the
 /// manifold, and recycled it in a row at most.
-struct Slide {
+struct Frames {
     kept: u32,
     fresh: u32,
     recycled: u32,
     longest: u32,
 }
 
-/// Steps a box sliding without friction along a long fixed box (both `scale` times those of
-/// [`frictionless_box_on_a_long_box`], the box 1 mm deep at scale 1) at `speed` (m/s, along
-/// z) on both paths for `steps` steps, checking step by step that both paths keep, recycle or
-/// take anew the same contact frame and hold the same normal, anchors and separations.
-fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f32, steps: u32) -> Slide {
-    let start = Vec3::new(0.0, 0.999, -1.0) * scale;
-    let (world, top) = frictionless_box_on_a_long_box_scaled(scale, start, Vec3::new(0.0, 0.0, speed));
-    let mut cpu = CpuSolver::new(&world).unwrap();
-    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
-    let mut slide = Slide { kept: 0, fresh: 0, recycled: 0, longest: 0 };
+/// Steps `world`, which holds one manifold, on both paths for `steps` steps, checking step by
+/// step that both keep, recycle or take anew the same contact frame, report the same recycled
+/// count in their statistics, and hold the same normal, anchors, lever arms and separations
+/// (points matched by key). Returns the counts and the CPU solver.
+fn frames_on_both_paths(ctx: &'static signorini::GpuContext, world: &World, steps: u32) -> (Frames, CpuSolver) {
+    let mut cpu = CpuSolver::new(world).unwrap();
+    let mut gpu = GpuSolver::new(ctx, world).unwrap();
+    let mut frames = Frames { kept: 0, fresh: 0, recycled: 0, longest: 0 };
     let mut run = 0;
     for step in 1..=steps {
         cpu.step();
@@ -553,6 +534,8 @@ fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f
         let (x, y) = (&a[0], &g[0]);
         assert_eq!(x.frame_kept, y.frame_kept, "step {step}: kept on one path only");
         assert_eq!(x.recycled, y.recycled, "step {step}: recycled on one path only");
+        let counts = (cpu.stats().unwrap().recycled, gpu.stats().unwrap().recycled);
+        assert_eq!(counts, (x.recycled, x.recycled), "step {step}: recycled counts in the statistics");
         assert!((x.normal - y.normal).length() < 1e-6, "step {step}: normals {} vs {}", x.normal, y.normal);
         for p in &x.points[..x.count as usize] {
             let q = y.points[..y.count as usize].iter().find(|q| q.key == p.key).unwrap();
@@ -564,18 +547,28 @@ fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f
             assert!((p.base_separation - q.base_separation).abs() < 1e-5, "step {step}, key {:x}", p.key);
         }
         if x.frame_kept != 0 {
-            slide.kept += 1
+            frames.kept += 1
         } else {
-            slide.fresh += 1
+            frames.fresh += 1
         }
-        slide.recycled += x.recycled;
+        frames.recycled += x.recycled;
         run = if x.recycled != 0 { run + 1 } else { 0 };
-        slide.longest = slide.longest.max(run);
+        frames.longest = frames.longest.max(run);
     }
+    (frames, cpu)
+}
+
+/// [`frames_on_both_paths`] for a box sliding without friction along a long fixed box (both
+/// `scale` times those of [`frictionless_box_on_a_long_box`], the box 1 mm deep at scale 1) at
+/// `speed` (m/s, along z); checks that it slid as far as it should.
+fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f32, steps: u32) -> Frames {
+    let start = Vec3::new(0.0, 0.999, -1.0) * scale;
+    let (world, top) = frictionless_box_on_a_long_box_scaled(scale, start, Vec3::new(0.0, 0.0, speed));
+    let (frames, mut cpu) = frames_on_both_paths(ctx, &world, steps);
     let z = cpu.body_state(top).unwrap().position.z;
     let expect = start.z + speed * steps as f32 / 60.0;
     assert!((z - expect).abs() < 1e-3 * scale, "the box slid to z = {z}, not {expect}");
-    slide
+    frames
 }
 
 /// The CPU and the GPU keep and drop the same contact frames: a box sliding without friction
@@ -585,7 +578,7 @@ fn slide_on_both_paths(ctx: &'static signorini::GpuContext, scale: f32, speed: f
 #[test]
 fn cpu_and_gpu_keep_the_same_contact_frames() {
     let Some(ctx) = common::gpu() else { return };
-    let Slide { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.1, 36);
+    let Frames { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.1, 36);
     assert!(kept >= 18 && fresh >= 9, "{kept} steps kept the frame, {fresh} took a new one");
     assert_eq!(recycled, 0, "a manifold was recycled across a 1.7 mm slide");
 }
@@ -597,7 +590,7 @@ fn cpu_and_gpu_keep_the_same_contact_frames() {
 #[test]
 fn cpu_and_gpu_recycle_the_same_manifolds() {
     let Some(ctx) = common::gpu() else { return };
-    let Slide { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.04, 48);
+    let Frames { kept, fresh, recycled, .. } = slide_on_both_paths(ctx, 1.0, 0.04, 48);
     assert!(recycled >= 4 && fresh >= 4, "{recycled} steps recycled the manifold, {fresh} took a new frame");
     assert!(kept >= 30, "{kept} steps kept the frame");
 }

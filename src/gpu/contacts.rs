@@ -621,6 +621,14 @@ impl GpuContacts {
         Ok(out)
     }
 
+    /// How many manifolds of the last step were carried over without the narrow phase: the
+    /// pairs `recycle_pairs` marked, read back (4 bytes per pair, not the manifolds).
+    pub fn read_recycled(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<u32> {
+        let pairs = self.read_words(device, queue, 0, 1)?[0];
+        let marks = self.read_words(device, queue, self.layout.recycled, pairs)?;
+        Ok(marks.iter().filter(|&&w| w != 0).count() as u32)
+    }
+
     /// The color buckets of the last step: manifold indices per color, then the overflow.
     pub fn read_buckets(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
         let l = &self.layout;

@@ -598,7 +598,8 @@ impl Solver for GpuSolver {
             let (colors, overflow) = self.color_buckets()?;
             stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
             stats.overflow = overflow.len() as u32;
-            stats.recycled = self.manifolds()?.iter().map(|m| m.recycled).sum();
+            stats.recycled =
+                self.contacts_stages.as_ref().map_or(Ok(0), |c| c.read_recycled(&self.device, &self.queue))?;
             stats.dropped = self.contacts_stages.as_ref().map_or(0, |c| c.dropped);
         }
         Ok(stats)
