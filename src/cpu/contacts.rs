@@ -1009,8 +1009,8 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             let min_run = cs.run.max(4);
             if cs.parallel && end - start >= 2 * min_run {
                 // About four runs per thread, so that stealing evens out the threads, in
-                // multiples of four manifolds (the four-lane sweeps' groups).
-                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(4).max(min_run);
+                // multiples of eight manifolds (the widest sweeps' groups).
+                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8).max(min_run);
                 solving
                     .par_chunks_mut(run)
                     .zip(prepared.par_chunks(run))
@@ -1060,23 +1060,16 @@ fn solve_run(
     let p = w.params;
     let mut k = 0;
     while k < solving.len() {
-        // Sweeps over four manifolds that cannot bounce go four at a time (bit-identical).
+        // Sweeps over manifolds that cannot bounce go eight or four at a time (bit-identical).
         if let Pass::Solve(use_bias) = pass
-            && k + 4 <= solving.len()
-            && let [m0, m1, m2, m3] = &mut solving[k..k + 4]
-            && [&*m0, &*m1, &*m2, &*m3].iter().all(|m| m.restitution <= 0.0)
+            && let Some(n) = [8, 4]
+                .into_iter()
+                .find(|&n| k + n <= solving.len() && solving[k..k + n].iter().all(|m| m.restitution <= 0.0))
         {
-            let q = &prepared[k..k + 4];
-            super::lanes::solve4(
-                p,
-                [m0, m1, m2, m3],
-                [&q[0], &q[1], &q[2], &q[3]],
-                motions,
-                softs,
-                use_bias,
-                &mut out[k..k + 4],
-            );
-            k += 4;
+            let sweep = if n == 8 { super::lanes::solve8 } else { super::lanes::solve4 };
+            let (ms, q, o) = (&mut solving[k..k + n], &prepared[k..k + n], &mut out[k..k + n]);
+            sweep(p, ms, q, motions, softs, use_bias, o);
+            k += n;
             continue;
         }
         let m = &mut solving[k];
@@ -1185,7 +1178,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         inv_inertia: cs.inertia[i],
         ..Motion::default()
     };
-    // Filled in place: only the points a manifold has are written (the four-lane sweeps read
+    // Filled in place: only the points a manifold has are written (the lane sweeps read
     // the others and discard what they compute from them).
     let empty = Prepared {
         t1: Vec3::ZERO,
@@ -1197,17 +1190,23 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     let one = |(m, p): (&GpuManifold, &mut Prepared)| {
         prepare_one(w, &motion(m.body_a as usize), &motion(m.body_b as usize), m, p)
     };
-    // Four manifolds at a time in the lanes of a `Vec4` (the same bits), the rest one by one.
-    let four = |(ms, ps): (&[GpuManifold], &mut [Prepared])| match (ms, ps) {
-        ([m0, m1, m2, m3], [p0, p1, p2, p3]) => {
-            super::lanes::prepare4([m0, m1, m2, m3], w.bodies, w.solver_bodies, motion, [p0, p1, p2, p3])
+    // Eight or four manifolds at a time in SIMD lanes (the same bits), the rest one by one.
+    let eight = |(ms, ps): (&[GpuManifold], &mut [Prepared])| {
+        if ms.len() == 8 {
+            return super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &motion, ps);
         }
-        (ms, ps) => ms.iter().zip(ps).for_each(one),
+        for (ms, ps) in ms.chunks(4).zip(ps.chunks_mut(4)) {
+            if ms.len() == 4 {
+                super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &motion, ps);
+            } else {
+                ms.iter().zip(ps).for_each(one);
+            }
+        }
     };
     if cs.parallel {
-        cs.solving.par_chunks(4).zip(cs.prepared.par_chunks_mut(4)).with_min_len(PARALLEL_RUN / 4).for_each(four);
+        cs.solving.par_chunks(8).zip(cs.prepared.par_chunks_mut(8)).with_min_len(PARALLEL_RUN / 8).for_each(eight);
     } else {
-        cs.solving.chunks(4).zip(cs.prepared.chunks_mut(4)).for_each(four);
+        cs.solving.chunks(8).zip(cs.prepared.chunks_mut(8)).for_each(eight);
     }
     cs.prepared_valid = true;
 }
@@ -1962,9 +1961,6 @@ mod tests {
         );
     }
 
-    /// The four-lane sweeps (biased and relax) give bit for bit the impulses and velocities of
-    /// the manifold-at-a-time sweeps, on a settling pile of boxes with one to four points per
-    /// manifold and contacts against its static container.
     /// The warm start by body gives each body the velocity change of applying every manifold's
     /// impulses one manifold at a time (up to rounding: the sums run in another order), and a
     /// bouncing manifold's work is that of its own impulses from the velocities before.
@@ -2017,11 +2013,13 @@ mod tests {
         assert!(bouncing >= 5, "{bouncing} bouncing manifolds did work");
     }
 
-    /// The four-lane preparation gives each manifold the lever arms, separations, effective
-    /// masses and tangent basis of the one-at-a-time code, bit for bit, mid-step (the bodies
-    /// moved since the step began), for kept and new frames and rounded shapes.
+    /// The preparation in four and in eight lanes (in an AVX register where the processor has
+    /// AVX) gives each manifold the lever arms, separations, effective masses and tangent basis
+    /// of the one-at-a-time code, bit for bit, mid-step (the bodies moved since the step
+    /// began), for kept and new frames and rounded shapes.
     #[test]
-    fn four_lane_preparation_matches_one_manifold_at_a_time() {
+    fn lane_preparation_matches_one_manifold_at_a_time() {
+        eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());
         use crate::solver::Solver;
         let desc = crate::scenes::bench_desc;
         let worlds = [crate::scenes::box_pile(desc(), 400, 3).unwrap(), crate::scenes::rain(desc(), 400, 5).unwrap()];
@@ -2045,31 +2043,30 @@ mod tests {
                 out.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
             };
             assert!(cs.solving.iter().any(|m| w.solver_bodies[m.body_b as usize].delta_position != Vec3::ZERO));
-            for (ms, ps) in cs.solving.chunks_exact(4).zip(cs.prepared.chunks_exact(4)) {
-                let mut four = ps.to_vec();
-                let [p0, p1, p2, p3] = &mut four[..] else { unreachable!() };
-                super::super::lanes::prepare4(
-                    [&ms[0], &ms[1], &ms[2], &ms[3]],
-                    w.bodies,
-                    w.solver_bodies,
-                    motion,
-                    [p0, p1, p2, p3],
-                );
-                for (m, q) in ms.iter().zip(&four) {
-                    let mut one = *q;
-                    prepare_one(&w, &motion(m.body_a as usize), &motion(m.body_b as usize), m, &mut one);
-                    assert_eq!(
-                        bits(&one, m.count as usize),
-                        bits(q, m.count as usize),
-                        "manifold of {} and {}",
-                        m.body_a,
-                        m.body_b
-                    );
-                    kept += m.frame_kept;
-                    fresh += 1 - m.frame_kept;
-                    rounded += u32::from(!polytopes(m));
+            for width in [4, 8] {
+                for (ms, ps) in cs.solving.chunks_exact(width).zip(cs.prepared.chunks_exact(width)) {
+                    let mut lanes = ps.to_vec();
+                    if width == 8 {
+                        super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &motion, &mut lanes);
+                    } else {
+                        super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &motion, &mut lanes);
+                    }
+                    for (m, q) in ms.iter().zip(&lanes) {
+                        let mut one = *q;
+                        prepare_one(&w, &motion(m.body_a as usize), &motion(m.body_b as usize), m, &mut one);
+                        assert_eq!(
+                            bits(&one, m.count as usize),
+                            bits(q, m.count as usize),
+                            "manifold of {} and {}",
+                            m.body_a,
+                            m.body_b
+                        );
+                        kept += m.frame_kept;
+                        fresh += 1 - m.frame_kept;
+                        rounded += u32::from(!polytopes(m));
+                    }
+                    groups += 1;
                 }
-                groups += 1;
             }
         }
         assert!(
@@ -2078,8 +2075,12 @@ mod tests {
         );
     }
 
+    /// The sweeps (biased and relax) in lanes and in eight lanes give bit for bit the impulses
+    /// and velocities of the manifold-at-a-time sweeps, on a settling pile of boxes with one to
+    /// lanes points per manifold and contacts against its static container.
     #[test]
-    fn four_lane_sweeps_match_one_manifold_at_a_time() {
+    fn lane_sweeps_match_one_manifold_at_a_time() {
+        eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());
         use crate::solver::Solver;
         let world = crate::scenes::box_pile(crate::scenes::bench_desc(), 400, 3).unwrap();
         let mut solver = crate::cpu::CpuSolver::new(&world).unwrap();
@@ -2106,8 +2107,11 @@ mod tests {
         for use_bias in [true, false] {
             for c in 0..p.max_colors as usize {
                 let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-                for k in (start..end).step_by(4).filter(|k| k + 4 <= end) {
-                    let (mut one, mut one_motions) = (cs.solving[k..k + 4].to_vec(), motions.clone());
+                for (width, k) in [4, 8]
+                    .into_iter()
+                    .flat_map(|n| (start..end).step_by(n).filter(move |k| k + n <= end).map(move |k| (n, k)))
+                {
+                    let (mut one, mut one_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
                     for (i, m) in one.iter_mut().enumerate() {
                         let (a, b) = (m.body_a as usize, m.body_b as usize);
                         let (mut ma, mut mb) = (one_motions[a], one_motions[b]);
@@ -2121,34 +2125,26 @@ mod tests {
                         point_counts[m.count as usize] += 1;
                         against_static += usize::from(!cs.dynamic[a] || !cs.dynamic[b]);
                     }
-                    let (mut four, mut four_motions) = (cs.solving[k..k + 4].to_vec(), motions.clone());
-                    let [m0, m1, m2, m3] = &mut four[..] else { unreachable!() };
-                    let q = &cs.prepared[k..k + 4];
-                    let mut out = [[Vec3::ZERO; 4]; 4];
-                    super::super::lanes::solve4(
-                        p,
-                        [m0, m1, m2, m3],
-                        [&q[0], &q[1], &q[2], &q[3]],
-                        &motions,
-                        softs,
-                        use_bias,
-                        &mut out,
-                    );
-                    for (m, o) in four.iter().zip(&out) {
+                    let (mut lanes, mut lane_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
+                    let q = &cs.prepared[k..k + width];
+                    let mut out = [[Vec3::ZERO; 4]; 8];
+                    let sweep = if width == 8 { super::super::lanes::solve8 } else { super::super::lanes::solve4 };
+                    sweep(p, &mut lanes, q, &motions, softs, use_bias, &mut out);
+                    for (m, o) in lanes.iter().zip(&out) {
                         let (a, b) = (m.body_a as usize, m.body_b as usize);
                         if cs.dynamic[a] {
-                            (four_motions[a].v, four_motions[a].w) = (o[0], o[1]);
+                            (lane_motions[a].v, lane_motions[a].w) = (o[0], o[1]);
                         }
                         if cs.dynamic[b] {
-                            (four_motions[b].v, four_motions[b].w) = (o[2], o[3]);
+                            (lane_motions[b].v, lane_motions[b].w) = (o[2], o[3]);
                         }
                     }
                     assert_eq!(
                         bytemuck::cast_slice::<_, u32>(&one),
-                        bytemuck::cast_slice::<_, u32>(&four),
+                        bytemuck::cast_slice::<_, u32>(&lanes),
                         "manifolds {k}.."
                     );
-                    for (x, y) in one_motions.iter().zip(&four_motions) {
+                    for (x, y) in one_motions.iter().zip(&lane_motions) {
                         let bits = |m: &Motion| [m.v.to_array(), m.w.to_array()].map(|v| v.map(f32::to_bits));
                         assert_eq!(bits(x), bits(y), "velocities after manifolds {k}..");
                     }
@@ -2156,7 +2152,7 @@ mod tests {
                 }
             }
         }
-        assert!(groups > 100, "{groups} groups of four");
+        assert!(groups > 100, "{groups} groups of four or eight");
         assert!(point_counts[1..].iter().all(|&n| n > 0), "manifolds by point count {point_counts:?}");
         assert!(against_static > 20, "{against_static} manifolds against the container");
     }

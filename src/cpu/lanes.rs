@@ -1,14 +1,19 @@
-//! Four manifolds at once, one in each lane of a `Vec4` (SSE2 on x86-64, plain arrays
-//! elsewhere). The sweeps ([`solve4`]) take four manifolds of one color, which share no dynamic
-//! body, so the lanes are independent; the preparation ([`prepare4`]) takes any four, since it
-//! only reads the bodies. Each lane does exactly the arithmetic of the one-manifold code on its
-//! manifold, in the same order (branches become selects): the results are bit for bit those
-//! of the manifold-at-a-time code.
+//! Several manifolds at once, one in each lane of a SIMD vector: four in a `Vec4` (SSE2 on
+//! x86-64, plain arrays elsewhere), or eight in an AVX register where the processor has AVX
+//! (checked at run time; the same code, [`Lanes`] over either width). The sweeps ([`solve4`],
+//! [`solve8`]) take manifolds of one color, which share no dynamic body, so the lanes are
+//! independent; the preparation ([`prepare4`], [`prepare8`]) takes any, since it only reads
+//! the bodies. Each lane does exactly the arithmetic of the one-manifold code on its manifold,
+//! in the same order (branches become selects; no fused multiply-adds): the results are bit for
+//! bit those of the manifold-at-a-time code, whatever the width, so a run gives the same bits
+//! on a machine with AVX and on one without.
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
 //! substep), and the preparation of lever arms, separations and effective masses after each
-//! position update ([`prepare4`]); manifolds that can bounce, the warm start, restitution and
-//! the Jacobi overflow keep the manifold-at-a-time code.
+//! position update; manifolds that can bounce, the warm start, restitution and the Jacobi
+//! overflow keep the manifold-at-a-time code.
+
+use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat3, Quat, Vec3, Vec4};
 
@@ -16,29 +21,244 @@ use super::contacts::{Geometry, Motion, Prepared, Soft};
 use crate::layout::{GpuBody, GpuManifold, GpuSolverBody, StepParams};
 use crate::math::tangent_basis;
 
-/// Four `Vec3`s, one per lane.
-#[derive(Clone, Copy)]
-struct V3 {
-    x: Vec4,
-    y: Vec4,
-    z: Vec4,
+/// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
+/// code), comparisons to masks, and selects.
+trait Lanes:
+    Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
+{
+    /// A lane-wise condition.
+    type Mask: Copy + BitAnd<Output = Self::Mask> + BitOr<Output = Self::Mask> + Not<Output = Self::Mask>;
+    /// The lanes stored in memory.
+    type Array: Index<usize, Output = f32>;
+    /// The number of lanes.
+    const N: usize;
+    fn splat(x: f32) -> Self;
+    /// Lane `l` is `f(l)`.
+    fn from_fn(f: impl Fn(usize) -> f32) -> Self;
+    fn to_array(self) -> Self::Array;
+    fn min(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn sqrt(self) -> Self;
+    fn gt(self, o: Self) -> Self::Mask;
+    fn ge(self, o: Self) -> Self::Mask;
+    fn lt(self, o: Self) -> Self::Mask;
+    fn le(self, o: Self) -> Self::Mask;
+    fn eq(self, o: Self) -> Self::Mask;
+    fn ne(self, o: Self) -> Self::Mask;
+    /// `a` where `mask` holds, else `b`.
+    fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
 }
 
-impl V3 {
-    const ZERO: Self = Self { x: Vec4::ZERO, y: Vec4::ZERO, z: Vec4::ZERO };
-
+impl Lanes for Vec4 {
+    type Mask = BVec4A;
+    type Array = [f32; 4];
+    const N: usize = 4;
     #[inline(always)]
-    fn gather(v: [Vec3; 4]) -> Self {
-        Self {
-            x: Vec4::new(v[0].x, v[1].x, v[2].x, v[3].x),
-            y: Vec4::new(v[0].y, v[1].y, v[2].y, v[3].y),
-            z: Vec4::new(v[0].z, v[1].z, v[2].z, v[3].z),
+    fn splat(x: f32) -> Self {
+        Vec4::splat(x)
+    }
+    #[inline(always)]
+    fn from_fn(f: impl Fn(usize) -> f32) -> Self {
+        Vec4::new(f(0), f(1), f(2), f(3))
+    }
+    #[inline(always)]
+    fn to_array(self) -> [f32; 4] {
+        Vec4::to_array(&self)
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        Vec4::min(self, o)
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        Vec4::max(self, o)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            use std::arch::x86_64::{__m128, _mm_sqrt_ps};
+            // SAFETY: SSE2 is enabled at compile time (the cfg above); `Vec4` is a `__m128` there.
+            unsafe { Vec4::from(_mm_sqrt_ps(__m128::from(self))) }
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        Vec4::sqrt(self)
+    }
+    #[inline(always)]
+    fn gt(self, o: Self) -> BVec4A {
+        self.cmpgt(o)
+    }
+    #[inline(always)]
+    fn ge(self, o: Self) -> BVec4A {
+        self.cmpge(o)
+    }
+    #[inline(always)]
+    fn lt(self, o: Self) -> BVec4A {
+        self.cmplt(o)
+    }
+    #[inline(always)]
+    fn le(self, o: Self) -> BVec4A {
+        self.cmple(o)
+    }
+    #[inline(always)]
+    fn eq(self, o: Self) -> BVec4A {
+        self.cmpeq(o)
+    }
+    #[inline(always)]
+    fn ne(self, o: Self) -> BVec4A {
+        self.cmpne(o)
+    }
+    #[inline(always)]
+    fn select(mask: BVec4A, a: Self, b: Self) -> Self {
+        Vec4::select(mask, a, b)
+    }
+}
+
+/// Eight lanes in an AVX register.
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    use std::arch::x86_64::*;
+    use std::ops::{Add, BitAnd, BitOr, Div, Mul, Neg, Not, Sub};
+
+    // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
+    // `#[target_feature(enable = "avx")]` functions (`solve8_avx`, `prepare8_avx`), into which
+    // these `#[inline(always)]` methods are inlined, and those run only after
+    // `is_x86_feature_detected!("avx")` said the processor has AVX. None of the intrinsics
+    // reads or writes memory through a pointer except the array loads and stores, which are
+    // unaligned ones on arrays of eight `f32`.
+
+    /// Eight `f32` lanes.
+    #[derive(Clone, Copy)]
+    pub(super) struct F8(__m256);
+
+    /// Eight lane conditions: all bits of a lane set or clear, as AVX compares give them.
+    #[derive(Clone, Copy)]
+    pub(super) struct M8(__m256);
+
+    macro_rules! binary {
+        ($trait:ident, $method:ident, $ty:ident, $intrinsic:ident) => {
+            impl $trait for $ty {
+                type Output = $ty;
+                #[inline(always)]
+                fn $method(self, o: $ty) -> $ty {
+                    unsafe { $ty($intrinsic(self.0, o.0)) }
+                }
+            }
+        };
+    }
+    binary!(Add, add, F8, _mm256_add_ps);
+    binary!(Sub, sub, F8, _mm256_sub_ps);
+    binary!(Mul, mul, F8, _mm256_mul_ps);
+    binary!(Div, div, F8, _mm256_div_ps);
+    binary!(BitAnd, bitand, M8, _mm256_and_ps);
+    binary!(BitOr, bitor, M8, _mm256_or_ps);
+
+    impl Neg for F8 {
+        type Output = F8;
+        /// Flips the sign bit, as `Vec4`'s negation does.
+        #[inline(always)]
+        fn neg(self) -> F8 {
+            unsafe { F8(_mm256_xor_ps(_mm256_set1_ps(-0.0), self.0)) }
         }
     }
 
+    impl Not for M8 {
+        type Output = M8;
+        #[inline(always)]
+        fn not(self) -> M8 {
+            unsafe { M8(_mm256_xor_ps(self.0, _mm256_castsi256_ps(_mm256_set1_epi32(-1)))) }
+        }
+    }
+
+    impl super::Lanes for F8 {
+        type Mask = M8;
+        type Array = [f32; 8];
+        const N: usize = 8;
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            unsafe { F8(_mm256_set1_ps(x)) }
+        }
+        #[inline(always)]
+        fn from_fn(f: impl Fn(usize) -> f32) -> Self {
+            unsafe { F8(_mm256_setr_ps(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7))) }
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f32; 8] {
+            let mut out = [0.0; 8];
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), self.0) };
+            out
+        }
+        /// `_mm_min_ps`'s operand order, as `Vec4::min` (the second operand where either is
+        /// NaN or both are zeros).
+        #[inline(always)]
+        fn min(self, o: Self) -> Self {
+            unsafe { F8(_mm256_min_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { F8(_mm256_max_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { F8(_mm256_sqrt_ps(self.0)) }
+        }
+        // The predicates of SSE's `cmpgt`, `cmpge`, `cmplt`, `cmple`, `cmpeq` and `cmpneq`.
+        #[inline(always)]
+        fn gt(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_GT_OS>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn ge(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_GE_OS>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn lt(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_LT_OS>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn le(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_LE_OS>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn eq(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn ne(self, o: Self) -> M8 {
+            unsafe { M8(_mm256_cmp_ps::<_CMP_NEQ_UQ>(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn select(mask: M8, a: Self, b: Self) -> Self {
+            unsafe { F8(_mm256_blendv_ps(b.0, a.0, mask.0)) }
+        }
+    }
+}
+
+/// `N` `Vec3`s, one per lane.
+#[derive(Clone, Copy)]
+struct V3<L> {
+    x: L,
+    y: L,
+    z: L,
+}
+
+impl<L: Lanes> V3<L> {
     #[inline(always)]
-    fn lane(&self, l: usize) -> Vec3 {
-        Vec3::new(self.x[l], self.y[l], self.z[l])
+    fn zero() -> Self {
+        let z = L::splat(0.0);
+        Self { x: z, y: z, z }
+    }
+
+    /// Lane `l` is `f(l)`.
+    #[inline(always)]
+    fn gather(f: impl Fn(usize) -> Vec3) -> Self {
+        Self { x: L::from_fn(|l| f(l).x), y: L::from_fn(|l| f(l).y), z: L::from_fn(|l| f(l).z) }
+    }
+
+    /// The lanes as `Vec3`s: `lanes.0[l]`, `lanes.1[l]`, `lanes.2[l]` are lane `l`'s x, y, z.
+    #[inline(always)]
+    fn to_arrays(self) -> (L::Array, L::Array, L::Array) {
+        (self.x.to_array(), self.y.to_array(), self.z.to_array())
     }
 
     #[inline(always)]
@@ -57,17 +277,17 @@ impl V3 {
     }
 
     #[inline(always)]
-    fn scale(self, s: Vec4) -> Self {
+    fn scale(self, s: L) -> Self {
         Self { x: self.x * s, y: self.y * s, z: self.z * s }
     }
 
     #[inline(always)]
-    fn div(self, s: Vec4) -> Self {
+    fn div(self, s: L) -> Self {
         Self { x: self.x / s, y: self.y / s, z: self.z / s }
     }
 
     #[inline(always)]
-    fn dot(self, o: Self) -> Vec4 {
+    fn dot(self, o: Self) -> L {
         self.x * o.x + self.y * o.y + self.z * o.z
     }
 
@@ -77,238 +297,222 @@ impl V3 {
     }
 
     #[inline(always)]
-    fn select(mask: BVec4A, a: Self, b: Self) -> Self {
-        Self { x: Vec4::select(mask, a.x, b.x), y: Vec4::select(mask, a.y, b.y), z: Vec4::select(mask, a.z, b.z) }
+    fn select(mask: L::Mask, a: Self, b: Self) -> Self {
+        Self { x: L::select(mask, a.x, b.x), y: L::select(mask, a.y, b.y), z: L::select(mask, a.z, b.z) }
     }
 }
 
-/// Four quaternions, one per lane.
-struct Q4 {
-    u: V3,
-    w: Vec4,
+/// `(x, y, z)` of lane `l` of three arrays from [`V3::to_arrays`].
+#[inline(always)]
+fn lane<A: Index<usize, Output = f32>>(v: &(A, A, A), l: usize) -> Vec3 {
+    Vec3::new(v.0[l], v.1[l], v.2[l])
 }
 
-impl Q4 {
+/// `N` quaternions, one per lane.
+struct Q4<L> {
+    u: V3<L>,
+    w: L,
+}
+
+impl<L: Lanes> Q4<L> {
     #[inline(always)]
-    fn gather(q: [Quat; 4]) -> Self {
-        Self { u: V3::gather(q.map(|q| Vec3::new(q.x, q.y, q.z))), w: Vec4::new(q[0].w, q[1].w, q[2].w, q[3].w) }
+    fn gather(f: impl Fn(usize) -> Quat) -> Self {
+        Self { u: V3::gather(|l| Vec3::new(f(l).x, f(l).y, f(l).z)), w: L::from_fn(|l| f(l).w) }
     }
 
-    /// [`crate::math::rotate`] in four lanes.
+    /// [`crate::math::rotate`] in each lane.
     #[inline(always)]
-    fn rotate(&self, v: V3) -> V3 {
-        let t = self.u.cross(v).scale(Vec4::splat(2.0));
+    fn rotate(&self, v: V3<L>) -> V3<L> {
+        let t = self.u.cross(v).scale(L::splat(2.0));
         v.add(t.scale(self.w)).add(self.u.cross(t))
     }
 }
 
-/// Four `Mat3`s by columns, as glam multiplies them.
+/// `N` `Mat3`s by columns, as glam multiplies them.
 #[derive(Clone, Copy)]
-struct M3 {
-    x_axis: V3,
-    y_axis: V3,
-    z_axis: V3,
+struct M3<L> {
+    x_axis: V3<L>,
+    y_axis: V3<L>,
+    z_axis: V3<L>,
 }
 
-impl M3 {
+impl<L: Lanes> M3<L> {
     #[inline(always)]
-    fn gather(m: [&Mat3; 4]) -> Self {
+    fn gather(f: impl Fn(usize) -> Mat3) -> Self {
         Self {
-            x_axis: V3::gather([m[0].x_axis, m[1].x_axis, m[2].x_axis, m[3].x_axis]),
-            y_axis: V3::gather([m[0].y_axis, m[1].y_axis, m[2].y_axis, m[3].y_axis]),
-            z_axis: V3::gather([m[0].z_axis, m[1].z_axis, m[2].z_axis, m[3].z_axis]),
+            x_axis: V3::gather(|l| f(l).x_axis),
+            y_axis: V3::gather(|l| f(l).y_axis),
+            z_axis: V3::gather(|l| f(l).z_axis),
         }
     }
 
     #[inline(always)]
-    fn mul(&self, v: V3) -> V3 {
+    fn mul(&self, v: V3<L>) -> V3<L> {
         self.x_axis.scale(v.x).add(self.y_axis.scale(v.y)).add(self.z_axis.scale(v.z))
     }
 }
 
-/// [`Motion`] of four bodies.
-struct Motions {
-    v: V3,
-    w: V3,
-    inv_mass: Vec4,
-    inv_inertia: M3,
+/// [`Motion`] of `N` bodies.
+struct Motions<L> {
+    v: V3<L>,
+    w: V3<L>,
+    inv_mass: L,
+    inv_inertia: M3<L>,
 }
 
-impl Motions {
+impl<L: Lanes> Motions<L> {
     #[inline(always)]
-    fn gather(m: [&Motion; 4]) -> Self {
+    fn gather<'a>(f: impl Fn(usize) -> &'a Motion) -> Self {
         Self {
-            v: V3::gather([m[0].v, m[1].v, m[2].v, m[3].v]),
-            w: V3::gather([m[0].w, m[1].w, m[2].w, m[3].w]),
-            inv_mass: Vec4::new(m[0].inv_mass, m[1].inv_mass, m[2].inv_mass, m[3].inv_mass),
-            inv_inertia: M3::gather([&m[0].inv_inertia, &m[1].inv_inertia, &m[2].inv_inertia, &m[3].inv_inertia]),
+            v: V3::gather(|l| f(l).v),
+            w: V3::gather(|l| f(l).w),
+            inv_mass: L::from_fn(|l| f(l).inv_mass),
+            inv_inertia: M3::gather(|l| f(l).inv_inertia),
         }
     }
 
     #[inline(always)]
-    fn apply(&mut self, r: V3, impulse: V3) {
+    fn apply(&mut self, r: V3<L>, impulse: V3<L>) {
         self.v = self.v.add(impulse.scale(self.inv_mass));
         self.w = self.w.add(self.inv_inertia.mul(r.cross(impulse)));
     }
 
     #[inline(always)]
-    fn at(&self, r: V3) -> V3 {
+    fn at(&self, r: V3<L>) -> V3<L> {
         self.v.add(self.w.cross(r))
     }
 
     #[inline(always)]
-    fn rotational(&self, r: V3, d: V3, e: V3) -> Vec4 {
+    fn rotational(&self, r: V3<L>, d: V3<L>, e: V3<L>) -> L {
         r.cross(d).dot(self.inv_inertia.mul(r.cross(e)))
     }
 }
 
-/// One contact point of four manifolds.
-struct Point {
-    ra: V3,
-    rb: V3,
-    separation: Vec4,
+/// One contact point of `N` manifolds.
+struct Point<L: Lanes> {
+    ra: V3<L>,
+    rb: V3<L>,
+    separation: L,
     /// `k_n`, `k11`, `k12`, `k22`.
-    k: [Vec4; 4],
-    normal_impulse: Vec4,
-    tangent_impulse_1: Vec4,
-    tangent_impulse_2: Vec4,
-    max_normal_impulse: Vec4,
+    k: [L; 4],
+    normal_impulse: L,
+    tangent_impulse_1: L,
+    tangent_impulse_2: L,
+    max_normal_impulse: L,
     /// Whether the point exists in each lane's manifold.
-    active: BVec4A,
+    active: L::Mask,
 }
 
 /// Per-lane soft-constraint coefficients, and whether the sweep pushes penetration out.
-struct Softs {
-    bias_rate: Vec4,
-    mass_scale: Vec4,
-    impulse_scale: Vec4,
+struct Softs<L> {
+    bias_rate: L,
+    mass_scale: L,
+    impulse_scale: L,
     use_bias: bool,
 }
 
-/// `contact_bias` in four lanes.
+/// `contact_bias` in each lane.
 #[inline(always)]
-fn contact_bias(p: &StepParams, soft: &Softs, s: Vec4) -> (Vec4, Vec4, Vec4) {
-    let open = s.cmpgt(Vec4::ZERO);
+fn contact_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, s: L) -> (L, L, L) {
+    let (zero, one) = (L::splat(0.0), L::splat(1.0));
+    let open = s.gt(zero);
     let (bias, mass_scale, impulse_scale) = if soft.use_bias {
         (
-            (soft.bias_rate * (s + Vec4::splat(p.linear_slop)).min(Vec4::ZERO)).max(Vec4::splat(-p.max_push_velocity)),
+            (soft.bias_rate * (s + L::splat(p.linear_slop)).min(zero)).max(L::splat(-p.max_push_velocity)),
             soft.mass_scale,
             soft.impulse_scale,
         )
     } else {
-        (Vec4::ZERO, Vec4::ONE, Vec4::ZERO)
+        (zero, one, zero)
     };
     (
-        Vec4::select(open, s * Vec4::splat(p.inv_h), bias),
-        Vec4::select(open, Vec4::ONE, mass_scale),
-        Vec4::select(open, Vec4::ZERO, impulse_scale),
+        L::select(open, s * L::splat(p.inv_h), bias),
+        L::select(open, one, mass_scale),
+        L::select(open, zero, impulse_scale),
     )
 }
 
 /// A point's soft coefficients for one sweep, from `contact_bias`, and its compliance
 /// (`contact_compliance`).
-struct PointBias {
-    bias: Vec4,
-    mass_scale: Vec4,
-    impulse_scale: Vec4,
-    compliance: Vec4,
+struct PointBias<L> {
+    bias: L,
+    mass_scale: L,
+    impulse_scale: L,
+    compliance: L,
 }
 
 /// The impulse per point of one manifold's coarse correction (the Galerkin step of
 /// `stages::coarse_correction`) over all its points or the loaded ones, and the smallest
 /// normal impulse among them.
 #[inline(always)]
-fn centroid_step(
-    points: &[Point; 4],
-    biases: &[PointBias; 4],
-    n: V3,
-    ma: &Motions,
-    mb: &Motions,
+fn centroid_step<L: Lanes>(
+    points: &[Point<L>; 4],
+    biases: &[PointBias<L>; 4],
+    n: V3<L>,
+    ma: &Motions<L>,
+    mb: &Motions<L>,
     loaded_only: bool,
-) -> (Vec4, Vec4) {
+) -> (L, L) {
+    let (zero, one) = (L::splat(0.0), L::splat(1.0));
     let (mut count, mut ra, mut rb, mut residual, mut compliance, mut j_min) =
-        (Vec4::ZERO, V3::ZERO, V3::ZERO, Vec4::ZERO, Vec4::ZERO, Vec4::splat(f32::MAX));
+        (zero, V3::zero(), V3::zero(), zero, zero, L::splat(f32::MAX));
     for (c, b) in points.iter().zip(biases) {
-        let on = if loaded_only { c.active & c.normal_impulse.cmpgt(Vec4::ZERO) } else { c.active };
-        count += Vec4::select(on, Vec4::ONE, Vec4::ZERO);
-        ra = ra.add(V3::select(on, c.ra, V3::ZERO));
-        rb = rb.add(V3::select(on, c.rb, V3::ZERO));
-        residual += Vec4::select(on, b.bias + b.compliance * c.normal_impulse, Vec4::ZERO);
-        compliance += Vec4::select(on, b.compliance, Vec4::ZERO);
-        j_min = Vec4::select(on, j_min.min(c.normal_impulse), j_min);
+        let on = if loaded_only { c.active & c.normal_impulse.gt(zero) } else { c.active };
+        count = count + L::select(on, one, zero);
+        ra = ra.add(V3::select(on, c.ra, V3::zero()));
+        rb = rb.add(V3::select(on, c.rb, V3::zero()));
+        residual = residual + L::select(on, b.bias + b.compliance * c.normal_impulse, zero);
+        compliance = compliance + L::select(on, b.compliance, zero);
+        j_min = L::select(on, j_min.min(c.normal_impulse), j_min);
     }
-    let enough = count.cmpge(Vec4::splat(2.0));
+    let enough = count.ge(L::splat(2.0));
     let (ra, rb) = (ra.div(count), rb.div(count));
     let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
     let vn = n.dot(mb.at(rb).sub(ma.at(ra)));
     let share = -(count * vn + residual) / (count * count * k + compliance);
-    (Vec4::select(enough, share, Vec4::ZERO), Vec4::select(enough, j_min, Vec4::ZERO))
+    (L::select(enough, share, zero), L::select(enough, j_min, zero))
 }
 
-/// A biased (`use_bias`) or relax sweep over four manifolds of one color, none of which can
-/// bounce and none split, with their prepared data and the soft coefficients against static
-/// geometry and between bodies (`softs`); `motions` are every body's before the sweep, and
-/// `out[l]` gets lane `l`'s velocities after it (v_a, ω_a, v_b, ω_b).
-pub(super) fn solve4(
+/// A biased (`use_bias`) or relax sweep over `L::N` manifolds of one color (`ms`), none of
+/// which can bounce and none split, with their prepared data and the soft coefficients against
+/// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
+/// and `out[l]` gets lane `l`'s velocities after it (v_a, ω_a, v_b, ω_b).
+#[inline(always)]
+fn solve<L: Lanes>(
     p: &StepParams,
-    manifolds: [&mut GpuManifold; 4],
-    prepared: [&Prepared; 4],
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
+    let (ms, prepared, out) = (&mut ms[..L::N], &prepared[..L::N], &mut out[..L::N]);
     let (statics, contacts) = softs;
-    let [m0, m1, m2, m3] = manifolds;
-    let ms = [m0, m1, m2, m3];
-    let (a, b) = (ms.each_ref().map(|m| m.body_a as usize), ms.each_ref().map(|m| m.body_b as usize));
-    let mut ma = Motions::gather(a.map(|i| &motions[i]));
-    let mut mb = Motions::gather(b.map(|i| &motions[i]));
-    let n = V3::gather(ms.each_ref().map(|m| m.normal));
-    let t1 = V3::gather(prepared.map(|q| q.t1));
-    let t2 = V3::gather(prepared.map(|q| q.t2));
-    let friction = Vec4::from_array(ms.each_ref().map(|m| m.friction));
-    let counts = ms.each_ref().map(|m| m.count as usize);
-    let point = |k: usize| {
-        let [q0, q1, q2, q3] = prepared;
-        let (g0, g1, g2, g3) = (&q0.geo[k], &q1.geo[k], &q2.geo[k], &q3.geo[k]);
-        let (k0, k1, k2, k3) = (&q0.k[k], &q1.k[k], &q2.k[k], &q3.k[k]);
-        let (c0, c1, c2, c3) = (&ms[0].points[k], &ms[1].points[k], &ms[2].points[k], &ms[3].points[k]);
-        let entry = |e: usize| Vec4::new(k0[e], k1[e], k2[e], k3[e]);
-        Point {
-            ra: V3::gather([g0.ra, g1.ra, g2.ra, g3.ra]),
-            rb: V3::gather([g0.rb, g1.rb, g2.rb, g3.rb]),
-            separation: Vec4::new(g0.separation, g1.separation, g2.separation, g3.separation),
-            k: [entry(0), entry(1), entry(2), entry(3)],
-            normal_impulse: Vec4::new(c0.normal_impulse, c1.normal_impulse, c2.normal_impulse, c3.normal_impulse),
-            tangent_impulse_1: Vec4::new(
-                c0.tangent_impulse_1,
-                c1.tangent_impulse_1,
-                c2.tangent_impulse_1,
-                c3.tangent_impulse_1,
-            ),
-            tangent_impulse_2: Vec4::new(
-                c0.tangent_impulse_2,
-                c1.tangent_impulse_2,
-                c2.tangent_impulse_2,
-                c3.tangent_impulse_2,
-            ),
-            max_normal_impulse: Vec4::new(
-                c0.max_normal_impulse,
-                c1.max_normal_impulse,
-                c2.max_normal_impulse,
-                c3.max_normal_impulse,
-            ),
-            active: BVec4A::new(k < counts[0], k < counts[1], k < counts[2], k < counts[3]),
-        }
+    let zero = L::splat(0.0);
+    let (mut ma, mut mb, n, t1, t2, friction) = {
+        let ms = &*ms;
+        (
+            Motions::<L>::gather(|l| &motions[ms[l].body_a as usize]),
+            Motions::<L>::gather(|l| &motions[ms[l].body_b as usize]),
+            V3::<L>::gather(|l| ms[l].normal),
+            V3::<L>::gather(|l| prepared[l].t1),
+            V3::<L>::gather(|l| prepared[l].t2),
+            L::from_fn(|l| ms[l].friction),
+        )
     };
-    let mut points = [point(0), point(1), point(2), point(3)];
+    let mut points = [
+        load_point(ms, prepared, 0),
+        load_point(ms, prepared, 1),
+        load_point(ms, prepared, 2),
+        load_point(ms, prepared, 3),
+    ];
     // Against a static or kinematic body, the stiffer coefficients.
-    let fixed = ma.inv_mass.cmpeq(Vec4::ZERO) | mb.inv_mass.cmpeq(Vec4::ZERO);
+    let fixed = ma.inv_mass.eq(zero) | mb.inv_mass.eq(zero);
     let soft = Softs {
-        bias_rate: Vec4::select(fixed, Vec4::splat(statics.bias_rate), Vec4::splat(contacts.bias_rate)),
-        mass_scale: Vec4::select(fixed, Vec4::splat(statics.mass_scale), Vec4::splat(contacts.mass_scale)),
-        impulse_scale: Vec4::select(fixed, Vec4::splat(statics.impulse_scale), Vec4::splat(contacts.impulse_scale)),
+        bias_rate: L::select(fixed, L::splat(statics.bias_rate), L::splat(contacts.bias_rate)),
+        mass_scale: L::select(fixed, L::splat(statics.mass_scale), L::splat(contacts.mass_scale)),
+        impulse_scale: L::select(fixed, L::splat(statics.impulse_scale), L::splat(contacts.impulse_scale)),
         use_bias,
     };
 
@@ -316,21 +520,23 @@ pub(super) fn solve4(
     // loaded points allow.
     // `contact_compliance` with the lanes' one division hoisted: a point's mass scale is its
     // lane's or, where its impulse scale is zero, one.
-    let inv_mass_scale = Vec4::ONE / soft.mass_scale;
-    let biases = points.each_ref().map(|c| {
-        let (bias, mass_scale, impulse_scale) = contact_bias(p, &soft, c.separation);
-        PointBias { bias, mass_scale, impulse_scale, compliance: impulse_scale * c.k[0] * inv_mass_scale }
-    });
+    let inv_mass_scale = L::splat(1.0) / soft.mass_scale;
+    let biases = [
+        point_bias(p, &soft, &points[0], inv_mass_scale),
+        point_bias(p, &soft, &points[1], inv_mass_scale),
+        point_bias(p, &soft, &points[2], inv_mass_scale),
+        point_bias(p, &soft, &points[3], inv_mass_scale),
+    ];
     let (all, _) = centroid_step(&points, &biases, n, &ma, &mb, false);
     let (pull, j_min) = centroid_step(&points, &biases, n, &ma, &mb, true);
-    let pulling = all.cmplt(Vec4::ZERO);
-    let share = Vec4::select(pulling, pull.max(-j_min).min(Vec4::ZERO), all);
-    let moving = share.cmpne(Vec4::ZERO);
+    let pulling = all.lt(zero);
+    let share = L::select(pulling, pull.max(-j_min).min(zero), all);
+    let moving = share.ne(zero);
     for c in &mut points {
-        let on = c.active & moving & !(pulling & c.normal_impulse.cmple(Vec4::ZERO));
-        c.normal_impulse = Vec4::select(on, c.normal_impulse + share, c.normal_impulse);
-        c.max_normal_impulse = Vec4::select(on, c.max_normal_impulse.max(share), c.max_normal_impulse);
-        let impulse = n.scale(Vec4::select(on, share, Vec4::ZERO));
+        let on = c.active & moving & !(pulling & c.normal_impulse.le(zero));
+        c.normal_impulse = L::select(on, c.normal_impulse + share, c.normal_impulse);
+        c.max_normal_impulse = L::select(on, c.max_normal_impulse.max(share), c.max_normal_impulse);
+        let impulse = n.scale(L::select(on, share, zero));
         ma.apply(c.ra, impulse.neg());
         mb.apply(c.rb, impulse);
     }
@@ -339,10 +545,10 @@ pub(super) fn solve4(
         let (bias, mass_scale, impulse_scale) = (b.bias, b.mass_scale, b.impulse_scale);
         let vn = n.dot(mb.at(c.rb).sub(ma.at(c.ra)));
         let impulse = -mass_scale / c.k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
-        let new_impulse = (c.normal_impulse + impulse).max(Vec4::ZERO);
-        let applied = Vec4::select(c.active, new_impulse - c.normal_impulse, Vec4::ZERO);
-        c.normal_impulse = Vec4::select(c.active, new_impulse, c.normal_impulse);
-        c.max_normal_impulse = Vec4::select(c.active, c.max_normal_impulse.max(applied), c.max_normal_impulse);
+        let new_impulse = (c.normal_impulse + impulse).max(zero);
+        let applied = L::select(c.active, new_impulse - c.normal_impulse, zero);
+        c.normal_impulse = L::select(c.active, new_impulse, c.normal_impulse);
+        c.max_normal_impulse = L::select(c.active, c.max_normal_impulse.max(applied), c.max_normal_impulse);
         let impulse = n.scale(applied);
         ma.apply(c.ra, impulse.neg());
         mb.apply(c.rb, impulse);
@@ -357,96 +563,254 @@ pub(super) fn solve4(
         // `friction_update`: the Newton step where it sticks, else the projected gradient step.
         let det = k11 * k22 - k12 * k12;
         let (n1, n2) = (j1 - (k22 * vt1 - k12 * vt2) / det, j2 - (k11 * vt2 - k12 * vt1) / det);
-        let sticks = (n1 * n1 + n2 * n2).cmple(max * max);
-        let half_diff = Vec4::splat(0.5) * (k11 - k22);
-        let largest = Vec4::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
-        let step = Vec4::ONE / largest;
+        let sticks = (n1 * n1 + n2 * n2).le(max * max);
+        let half_diff = L::splat(0.5) * (k11 - k22);
+        let largest = L::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
+        let step = L::splat(1.0) / largest;
         let (g1, g2) = (j1 - step * vt1, j2 - step * vt2);
         let len_sq = g1 * g1 + g2 * g2;
-        let over = len_sq.cmpgt(max * max);
+        let over = len_sq.gt(max * max);
         let scale = max / len_sq.sqrt();
-        let (g1, g2) = (Vec4::select(over, g1 * scale, g1), Vec4::select(over, g2 * scale, g2));
-        let (o1, o2) = (Vec4::select(sticks, n1, g1), Vec4::select(sticks, n2, g2));
+        let (g1, g2) = (L::select(over, g1 * scale, g1), L::select(over, g2 * scale, g2));
+        let (o1, o2) = (L::select(sticks, n1, g1), L::select(sticks, n2, g2));
         let impulse = t1.scale(o1 - j1).add(t2.scale(o2 - j2));
-        c.tangent_impulse_1 = Vec4::select(c.active, o1, j1);
-        c.tangent_impulse_2 = Vec4::select(c.active, o2, j2);
-        let impulse = V3::select(c.active, impulse, V3::ZERO);
+        c.tangent_impulse_1 = L::select(c.active, o1, j1);
+        c.tangent_impulse_2 = L::select(c.active, o2, j2);
+        let impulse = V3::select(c.active, impulse, V3::zero());
         ma.apply(c.ra, impulse.neg());
         mb.apply(c.rb, impulse);
     }
 
-    for (l, m) in ms.into_iter().enumerate() {
-        for (k, c) in points.iter().enumerate().take(m.count as usize) {
-            let q = &mut m.points[k];
-            q.normal_impulse = c.normal_impulse[l];
-            q.tangent_impulse_1 = c.tangent_impulse_1[l];
-            q.tangent_impulse_2 = c.tangent_impulse_2[l];
-            q.max_normal_impulse = c.max_normal_impulse[l];
+    for (k, c) in points.iter().enumerate() {
+        let (j, j1, j2) = (c.normal_impulse.to_array(), c.tangent_impulse_1.to_array(), c.tangent_impulse_2.to_array());
+        let j_max = c.max_normal_impulse.to_array();
+        for (l, m) in ms.iter_mut().enumerate() {
+            if k < m.count as usize {
+                let q = &mut m.points[k];
+                (q.normal_impulse, q.tangent_impulse_1, q.tangent_impulse_2) = (j[l], j1[l], j2[l]);
+                q.max_normal_impulse = j_max[l];
+            }
         }
-        out[l] = [ma.v.lane(l), ma.w.lane(l), mb.v.lane(l), mb.w.lane(l)];
+    }
+    let (va, wa, vb, wb) = (ma.v.to_arrays(), ma.w.to_arrays(), mb.v.to_arrays(), mb.w.to_arrays());
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = [lane(&va, l), lane(&wa, l), lane(&vb, l), lane(&wb, l)];
     }
 }
 
-/// `prepare`'s work for four manifolds at once, one per lane: each point's lever arms and
+/// Point `k` of the `L::N` manifolds `ms` and their `prepared` data.
+#[inline(always)]
+fn load_point<L: Lanes>(ms: &[GpuManifold], prepared: &[Prepared], k: usize) -> Point<L> {
+    Point {
+        ra: V3::gather(|l| prepared[l].geo[k].ra),
+        rb: V3::gather(|l| prepared[l].geo[k].rb),
+        separation: L::from_fn(|l| prepared[l].geo[k].separation),
+        k: [
+            L::from_fn(|l| prepared[l].k[k][0]),
+            L::from_fn(|l| prepared[l].k[k][1]),
+            L::from_fn(|l| prepared[l].k[k][2]),
+            L::from_fn(|l| prepared[l].k[k][3]),
+        ],
+        normal_impulse: L::from_fn(|l| ms[l].points[k].normal_impulse),
+        tangent_impulse_1: L::from_fn(|l| ms[l].points[k].tangent_impulse_1),
+        tangent_impulse_2: L::from_fn(|l| ms[l].points[k].tangent_impulse_2),
+        max_normal_impulse: L::from_fn(|l| ms[l].points[k].max_normal_impulse),
+        active: L::splat(k as f32).lt(L::from_fn(|l| ms[l].count as f32)),
+    }
+}
+
+/// A point's soft coefficients for one sweep (`contact_bias`) and its compliance
+/// (`contact_compliance`, with the lanes' one division, `inv_mass_scale`, hoisted).
+#[inline(always)]
+fn point_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, c: &Point<L>, inv_mass_scale: L) -> PointBias<L> {
+    let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, c.separation);
+    PointBias { bias, mass_scale, impulse_scale, compliance: impulse_scale * c.k[0] * inv_mass_scale }
+}
+
+/// `prepare`'s work for `L::N` manifolds at once, one per lane: each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
 /// (`effective_masses`) with `motion`'s inverse masses and inertia, and the tangent basis,
 /// written to `out` for the points each manifold has; the same arithmetic in the same order,
 /// so the same bits.
-pub(super) fn prepare4(
-    ms: [&GpuManifold; 4],
+#[inline(always)]
+fn prepare<L: Lanes>(
+    ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
-    motion: impl Fn(usize) -> Motion,
-    out: [&mut Prepared; 4],
+    motion: &impl Fn(usize) -> Motion,
+    out: &mut [Prepared],
 ) {
-    let (a, b) = (ms.map(|m| m.body_a as usize), ms.map(|m| m.body_b as usize));
-    let (mas, mbs) = (a.map(&motion), b.map(&motion));
-    let ma = Motions::gather(mas.each_ref());
-    let mb = Motions::gather(mbs.each_ref());
-    let n = V3::gather(ms.map(|m| m.normal));
-    let bases = ms.map(|m| tangent_basis(m.normal));
-    let (t1, t2) = (V3::gather(bases.map(|t| t.0)), V3::gather(bases.map(|t| t.1)));
+    let (ms, out) = (&ms[..L::N], &mut out[..L::N]);
+    let (a, b) = (|l: usize| ms[l].body_a as usize, |l: usize| ms[l].body_b as usize);
+    // At most eight lanes: the motions and bases past `L::N` are never read.
+    let (mut mas, mut mbs, mut bases) = ([Motion::default(); 8], [Motion::default(); 8], [(Vec3::ZERO, Vec3::ZERO); 8]);
+    for l in 0..L::N {
+        (mas[l], mbs[l], bases[l]) = (motion(a(l)), motion(b(l)), tangent_basis(ms[l].normal));
+    }
+    let ma = Motions::<L>::gather(|l| &mas[l]);
+    let mb = Motions::<L>::gather(|l| &mbs[l]);
+    let n = V3::<L>::gather(|l| ms[l].normal);
+    let (t1, t2) = (V3::<L>::gather(|l| bases[l].0), V3::<L>::gather(|l| bases[l].1));
     let (qa, qb) = (
-        Q4::gather(a.map(|i| solver_bodies[i].delta_rotation)),
-        Q4::gather(b.map(|i| solver_bodies[i].delta_rotation)),
+        Q4::<L>::gather(|l| solver_bodies[a(l)].delta_rotation),
+        Q4::<L>::gather(|l| solver_bodies[b(l)].delta_rotation),
     );
     let (da, db) = (
-        V3::gather(a.map(|i| solver_bodies[i].delta_position)),
-        V3::gather(b.map(|i| solver_bodies[i].delta_position)),
+        V3::<L>::gather(|l| solver_bodies[a(l)].delta_position),
+        V3::<L>::gather(|l| solver_bodies[b(l)].delta_position),
     );
-    let offset = V3::gather(b.map(|i| bodies[i].position)).sub(V3::gather(a.map(|i| bodies[i].position)));
-    let (radius_a, radius_b) = (Vec4::from_array(ms.map(|m| m.radius_a)), Vec4::from_array(ms.map(|m| m.radius_b)));
-    let kept = BVec4A::new(ms[0].frame_kept != 0, ms[1].frame_kept != 0, ms[2].frame_kept != 0, ms[3].frame_kept != 0);
+    let offset = V3::<L>::gather(|l| bodies[b(l)].position).sub(V3::gather(|l| bodies[a(l)].position));
+    let (radius_a, radius_b) = (L::from_fn(|l| ms[l].radius_a), L::from_fn(|l| ms[l].radius_b));
+    let kept = L::from_fn(|l| ms[l].frame_kept as f32).ne(L::splat(0.0));
     let inv_mass = ma.inv_mass + mb.inv_mass;
     let (t11, t12, t22) = (t1.dot(t1) * inv_mass, t1.dot(t2) * inv_mass, t2.dot(t2) * inv_mass);
-    let rotational = |m: &Motions, r: V3| {
-        let (rn, r1, r2) = (r.cross(n), r.cross(t1), r.cross(t2));
-        let (i1, i2) = (m.inv_inertia.mul(r1), m.inv_inertia.mul(r2));
-        [rn.dot(m.inv_inertia.mul(rn)), r1.dot(i1), r1.dot(i2), r2.dot(i2)]
-    };
-    let [o0, o1, o2, o3] = out;
-    let mut out = [o0, o1, o2, o3];
     for (q, (t1, t2)) in out.iter_mut().zip(bases) {
         (q.t1, q.t2) = (t1, t2);
     }
-    let points = ms.map(|m| m.count as usize).into_iter().max().unwrap_or(0);
+    let mut points = 0;
+    for m in ms {
+        points = points.max(m.count as usize);
+    }
     for k in 0..points {
-        let c = ms.map(|m| &m.points[k]);
-        let (core_a, core_b) = (V3::gather(c.map(|c| c.core_a)), V3::gather(c.map(|c| c.core_b)));
+        let (core_a, core_b) = (V3::gather(|l| ms[l].points[k].core_a), V3::gather(|l| ms[l].points[k].core_b));
         let (ca, cb) = (qa.rotate(core_a), qb.rotate(core_b));
-        let base = Vec4::from_array(c.map(|c| c.base_separation));
+        let base = L::from_fn(|l| ms[l].points[k].base_separation);
         let separation = base + n.dot(db.add(cb).sub(da.add(ca)));
         let (surface_a, surface_b) = (ca.add(n.scale(radius_a)), cb.sub(n.scale(radius_b)));
-        let half_gap = offset.add(surface_b.sub(surface_a)).scale(Vec4::splat(0.5));
+        let half_gap = offset.add(surface_b.sub(surface_a)).scale(L::splat(0.5));
         let ra = V3::select(kept, core_a, surface_a.add(half_gap));
         let rb = V3::select(kept, core_b, surface_b.sub(half_gap));
-        let (ka, kb) = (rotational(&ma, ra), rotational(&mb, rb));
-        let masses = [inv_mass + ka[0] + kb[0], t11 + ka[1] + kb[1], t12 + ka[2] + kb[2], t22 + ka[3] + kb[3]];
+        let (ka, kb) = (rotational_entries(&ma, ra, n, t1, t2), rotational_entries(&mb, rb, n, t1, t2));
+        let masses = [
+            (inv_mass + ka[0] + kb[0]).to_array(),
+            (t11 + ka[1] + kb[1]).to_array(),
+            (t12 + ka[2] + kb[2]).to_array(),
+            (t22 + ka[3] + kb[3]).to_array(),
+        ];
+        let (ra, rb, separation) = (ra.to_arrays(), rb.to_arrays(), separation.to_array());
         for (l, q) in out.iter_mut().enumerate() {
             if k < ms[l].count as usize {
-                q.geo[k] = Geometry { ra: ra.lane(l), rb: rb.lane(l), separation: separation[l] };
-                q.k[k] = masses.map(|m| m[l]);
+                q.geo[k] = Geometry { ra: lane(&ra, l), rb: lane(&rb, l), separation: separation[l] };
+                q.k[k] = [masses[0][l], masses[1][l], masses[2][l], masses[3][l]];
             }
         }
     }
+}
+
+/// The rotational parts of `k_n`, `k11`, `k12` and `k22` at lever `r` of `m`, as
+/// `effective_masses` computes them: each lever cross and inertia product once.
+#[inline(always)]
+fn rotational_entries<L: Lanes>(m: &Motions<L>, r: V3<L>, n: V3<L>, t1: V3<L>, t2: V3<L>) -> [L; 4] {
+    let (rn, r1, r2) = (r.cross(n), r.cross(t1), r.cross(t2));
+    let (i1, i2) = (m.inv_inertia.mul(r1), m.inv_inertia.mul(r2));
+    [rn.dot(m.inv_inertia.mul(rn)), r1.dot(i1), r1.dot(i2), r2.dot(i2)]
+}
+
+/// A biased (`use_bias`) or relax sweep over four manifolds of one color (`ms`), none of which
+/// can bounce and none split, with their `prepared` data and the soft coefficients against
+/// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
+/// and `out[l]` gets manifold `l`'s bodies' velocities after it (v_a, ω_a, v_b, ω_b).
+pub(super) fn solve4(
+    p: &StepParams,
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    use_bias: bool,
+    out: &mut [[Vec3; 4]],
+) {
+    solve::<Vec4>(p, ms, prepared, motions, softs, use_bias, out);
+}
+
+/// [`solve4`] over eight manifolds: in the eight lanes of an AVX register where the processor
+/// has AVX, else four at a time; the same bits either way.
+pub(super) fn solve8(
+    p: &StepParams,
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    use_bias: bool,
+    out: &mut [[Vec3; 4]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: the processor has AVX.
+        unsafe { solve8_avx(p, ms, prepared, motions, softs, use_bias, out) };
+        return;
+    }
+    let (ms, out) = (ms.split_at_mut(4), out.split_at_mut(4));
+    solve4(p, ms.0, &prepared[..4], motions, softs, use_bias, out.0);
+    solve4(p, &mut ms.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn solve8_avx(
+    p: &StepParams,
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    use_bias: bool,
+    out: &mut [[Vec3; 4]],
+) {
+    solve::<avx::F8>(p, ms, prepared, motions, softs, use_bias, out);
+}
+
+/// `prepare`'s work for four manifolds (`ms`), one per lane: each point's lever arms and
+/// separation (`geometry`) at the bodies' current poses and its effective masses
+/// (`effective_masses`) with `motion`'s inverse masses and inertia, and the tangent basis,
+/// written to `out` for the points each manifold has; the same arithmetic in the same order
+/// as the one-manifold code, so the same bits.
+pub(super) fn prepare4(
+    ms: &[GpuManifold],
+    bodies: &[GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    motion: &impl Fn(usize) -> Motion,
+    out: &mut [Prepared],
+) {
+    prepare::<Vec4>(ms, bodies, solver_bodies, motion, out);
+}
+
+/// [`prepare4`] over eight manifolds: in the eight lanes of an AVX register where the
+/// processor has AVX, else four at a time; the same bits either way.
+pub(super) fn prepare8(
+    ms: &[GpuManifold],
+    bodies: &[GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    motion: &impl Fn(usize) -> Motion,
+    out: &mut [Prepared],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: the processor has AVX.
+        unsafe { prepare8_avx(ms, bodies, solver_bodies, motion, out) };
+        return;
+    }
+    let out = out.split_at_mut(4);
+    prepare4(&ms[..4], bodies, solver_bodies, motion, out.0);
+    prepare4(&ms[4..8], bodies, solver_bodies, motion, out.1);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn prepare8_avx(
+    ms: &[GpuManifold],
+    bodies: &[GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    motion: &impl Fn(usize) -> Motion,
+    out: &mut [Prepared],
+) {
+    prepare::<avx::F8>(ms, bodies, solver_bodies, motion, out);
+}
+
+/// Whether [`solve8`] and [`prepare8`] run in one AVX register (else as two groups of four).
+pub(super) fn has_avx() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
