@@ -128,15 +128,20 @@ impl ContactState {
 /// tangent basis, the points' lever arms and separations, and the effective masses of the
 /// unsplit bodies. Between two position updates these do not change, so the warm start and
 /// the iterations of a substep share one computation (the same arithmetic as computing them in
-/// each pass: results are bit-identical, and so is the agreement with the GPU).
-#[derive(Clone, Copy, Debug)]
+/// each pass: results are bit-identical, and so is the agreement with the GPU). Laid out as
+/// 56 `f32`s, seven rows of eight, which the lane sweeps load by transposing.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Prepared {
     pub(crate) t1: Vec3,
     pub(crate) t2: Vec3,
     pub(crate) geo: [Geometry; 4],
     /// Per point: `k_n`, `k11`, `k12`, `k22` (normal, then tangent block).
     pub(crate) k: [[f32; 4]; 4],
+    /// Unused: pads to seven rows of eight `f32`s.
+    pub(crate) _pad: [f32; 6],
 }
+const _: () = assert!(size_of::<Prepared>() == 56 * 4);
 
 /// A grid item of the broad phase in sorted order (see `ContactState::sorted`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -147,8 +152,9 @@ struct SortedItem {
     dynamic: bool,
 }
 
-/// A body's velocity while constraints act on it, and how impulses change it.
-#[derive(Clone, Copy, Debug, Default)]
+/// A body's velocity while constraints act on it, and how impulses change it: 64 bytes, two
+/// rows of eight `f32`s, which the lane sweeps load by transposing.
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(64))]
 pub(crate) struct Motion {
     pub v: Vec3,
@@ -1185,6 +1191,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         t2: Vec3::ZERO,
         geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
         k: [[0.0; 4]; 4],
+        _pad: [0.0; 6],
     };
     cs.prepared.resize(cs.solving.len(), empty);
     let one = |(m, p): (&GpuManifold, &mut Prepared)| {
@@ -1329,7 +1336,8 @@ pub(crate) fn contact_bias(p: &StepParams, soft: Soft, s: f32, use_bias: bool) -
 /// are the cores as they were when the frame was taken, where they met, and stay put: the
 /// bodies have moved apart since by less than [`frame_drift`], so their impulses exert a small
 /// torque, the price of a frame that does not follow a lean.
-#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Geometry {
     pub(crate) ra: Vec3,
     pub(crate) rb: Vec3,

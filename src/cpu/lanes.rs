@@ -13,12 +13,13 @@
 //! position update; manifolds that can bounce, the warm start, restitution and the Jacobi
 //! overflow keep the manifold-at-a-time code.
 
+use std::mem::offset_of;
 use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
-use glam::{BVec4A, Mat3, Quat, Vec3, Vec4};
+use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
 use super::contacts::{Geometry, Motion, Prepared, Soft};
-use crate::layout::{GpuBody, GpuManifold, GpuSolverBody, StepParams};
+use crate::layout::{GpuBody, GpuManifold, GpuManifoldPoint, GpuSolverBody, StepParams};
 use crate::math::tangent_basis;
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
@@ -47,6 +48,13 @@ trait Lanes:
     fn ne(self, o: Self) -> Self::Mask;
     /// `a` where `mask` holds, else `b`.
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+    /// Eight consecutive `f32`s of each lane, `row(l)`, as eight vectors: lane `l` of
+    /// `out[e]` is `row(l)[e]` (a transpose, instead of inserting each lane's value alone).
+    fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8];
+    /// [`Lanes::transpose8`] for four `f32`s per lane.
+    fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4];
+    /// The inverse of [`Lanes::transpose4`]: `write(l, row)` with `row[e]` lane `l` of `v[e]`.
+    fn untranspose4(v: [Self; 4], write: impl FnMut(usize, [f32; 4]));
 }
 
 impl Lanes for Vec4 {
@@ -111,6 +119,28 @@ impl Lanes for Vec4 {
     #[inline(always)]
     fn select(mask: BVec4A, a: Self, b: Self) -> Self {
         Vec4::select(mask, a, b)
+    }
+    #[inline(always)]
+    fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
+        let half = |h: usize| {
+            let col = |l: usize| Vec4::from_slice(&row(l)[4 * h..4 * h + 4]);
+            Mat4::from_cols(col(0), col(1), col(2), col(3)).transpose()
+        };
+        let (lo, hi) = (half(0), half(1));
+        [lo.x_axis, lo.y_axis, lo.z_axis, lo.w_axis, hi.x_axis, hi.y_axis, hi.z_axis, hi.w_axis]
+    }
+    #[inline(always)]
+    fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
+        let col = |l: usize| Vec4::from_array(*row(l));
+        let t = Mat4::from_cols(col(0), col(1), col(2), col(3)).transpose();
+        [t.x_axis, t.y_axis, t.z_axis, t.w_axis]
+    }
+    #[inline(always)]
+    fn untranspose4(v: [Self; 4], mut write: impl FnMut(usize, [f32; 4])) {
+        let t = Mat4::from_cols(v[0], v[1], v[2], v[3]).transpose();
+        for (l, row) in [t.x_axis, t.y_axis, t.z_axis, t.w_axis].into_iter().enumerate() {
+            write(l, row.to_array());
+        }
     }
 }
 
@@ -231,6 +261,75 @@ mod avx {
         fn select(mask: M8, a: Self, b: Self) -> Self {
             unsafe { F8(_mm256_blendv_ps(b.0, a.0, mask.0)) }
         }
+        #[inline(always)]
+        fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
+            unsafe {
+                // No closures around intrinsics here: a closure is a function of its own, compiled
+                // without AVX, into which the intrinsics would not be inlined.
+                let (r0, r1) = (_mm256_loadu_ps(row(0).as_ptr()), _mm256_loadu_ps(row(1).as_ptr()));
+                let (r2, r3) = (_mm256_loadu_ps(row(2).as_ptr()), _mm256_loadu_ps(row(3).as_ptr()));
+                let (r4, r5) = (_mm256_loadu_ps(row(4).as_ptr()), _mm256_loadu_ps(row(5).as_ptr()));
+                let (r6, r7) = (_mm256_loadu_ps(row(6).as_ptr()), _mm256_loadu_ps(row(7).as_ptr()));
+                // Pairs of lanes interleaved, then quadruples, within each 128-bit half...
+                let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+                let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+                let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
+                let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
+                let (s0, s1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+                let (s2, s3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+                let (s4, s5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+                let (s6, s7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+                // ...then the halves: lanes 0-3 from `s`, lanes 4-7 from the next four.
+                [
+                    F8(_mm256_permute2f128_ps::<0x20>(s0, s4)),
+                    F8(_mm256_permute2f128_ps::<0x20>(s1, s5)),
+                    F8(_mm256_permute2f128_ps::<0x20>(s2, s6)),
+                    F8(_mm256_permute2f128_ps::<0x20>(s3, s7)),
+                    F8(_mm256_permute2f128_ps::<0x31>(s0, s4)),
+                    F8(_mm256_permute2f128_ps::<0x31>(s1, s5)),
+                    F8(_mm256_permute2f128_ps::<0x31>(s2, s6)),
+                    F8(_mm256_permute2f128_ps::<0x31>(s3, s7)),
+                ]
+            }
+        }
+        #[inline(always)]
+        fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
+            unsafe {
+                // Lane `l` in the low half, lane `l + 4` in the high one.
+                let a0 = _mm256_loadu2_m128(row(4).as_ptr(), row(0).as_ptr());
+                let a1 = _mm256_loadu2_m128(row(5).as_ptr(), row(1).as_ptr());
+                let a2 = _mm256_loadu2_m128(row(6).as_ptr(), row(2).as_ptr());
+                let a3 = _mm256_loadu2_m128(row(7).as_ptr(), row(3).as_ptr());
+                let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpacklo_ps(a2, a3));
+                let (t2, t3) = (_mm256_unpackhi_ps(a0, a1), _mm256_unpackhi_ps(a2, a3));
+                [
+                    F8(_mm256_shuffle_ps::<0x44>(t0, t1)),
+                    F8(_mm256_shuffle_ps::<0xEE>(t0, t1)),
+                    F8(_mm256_shuffle_ps::<0x44>(t2, t3)),
+                    F8(_mm256_shuffle_ps::<0xEE>(t2, t3)),
+                ]
+            }
+        }
+        #[inline(always)]
+        fn untranspose4(v: [Self; 4], mut write: impl FnMut(usize, [f32; 4])) {
+            unsafe {
+                // The same 4x4 transposes in each half: element rows become lane rows.
+                let (t0, t1) = (_mm256_unpacklo_ps(v[0].0, v[1].0), _mm256_unpacklo_ps(v[2].0, v[3].0));
+                let (t2, t3) = (_mm256_unpackhi_ps(v[0].0, v[1].0), _mm256_unpackhi_ps(v[2].0, v[3].0));
+                let rows = [
+                    _mm256_shuffle_ps::<0x44>(t0, t1),
+                    _mm256_shuffle_ps::<0xEE>(t0, t1),
+                    _mm256_shuffle_ps::<0x44>(t2, t3),
+                    _mm256_shuffle_ps::<0xEE>(t2, t3),
+                ];
+                for (l, r) in rows.into_iter().enumerate() {
+                    let (mut lo, mut hi) = ([0.0; 4], [0.0; 4]);
+                    _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), r);
+                    write(l, lo);
+                    write(l + 4, hi);
+                }
+            }
+        }
     }
 }
 
@@ -338,15 +437,6 @@ struct M3<L> {
 
 impl<L: Lanes> M3<L> {
     #[inline(always)]
-    fn gather(f: impl Fn(usize) -> Mat3) -> Self {
-        Self {
-            x_axis: V3::gather(|l| f(l).x_axis),
-            y_axis: V3::gather(|l| f(l).y_axis),
-            z_axis: V3::gather(|l| f(l).z_axis),
-        }
-    }
-
-    #[inline(always)]
     fn mul(&self, v: V3<L>) -> V3<L> {
         self.x_axis.scale(v.x).add(self.y_axis.scale(v.y)).add(self.z_axis.scale(v.z))
     }
@@ -363,11 +453,18 @@ struct Motions<L> {
 impl<L: Lanes> Motions<L> {
     #[inline(always)]
     fn gather<'a>(f: impl Fn(usize) -> &'a Motion) -> Self {
+        // v, w, inv_mass and the inertia's first entry; then its other eight, by columns.
+        let r0 = L::transpose8(|l| &bytemuck::cast_ref::<Motion, [[f32; 8]; 2]>(f(l))[0]);
+        let r1 = L::transpose8(|l| &bytemuck::cast_ref::<Motion, [[f32; 8]; 2]>(f(l))[1]);
         Self {
-            v: V3::gather(|l| f(l).v),
-            w: V3::gather(|l| f(l).w),
-            inv_mass: L::from_fn(|l| f(l).inv_mass),
-            inv_inertia: M3::gather(|l| f(l).inv_inertia),
+            v: V3 { x: r0[0], y: r0[1], z: r0[2] },
+            w: V3 { x: r0[3], y: r0[4], z: r0[5] },
+            inv_mass: r0[6],
+            inv_inertia: M3 {
+                x_axis: V3 { x: r0[7], y: r1[0], z: r1[1] },
+                y_axis: V3 { x: r1[2], y: r1[3], z: r1[4] },
+                z_axis: V3 { x: r1[5], y: r1[6], z: r1[7] },
+            },
         }
     }
 
@@ -490,23 +587,18 @@ fn solve<L: Lanes>(
     let (ms, prepared, out) = (&mut ms[..L::N], &prepared[..L::N], &mut out[..L::N]);
     let (statics, contacts) = softs;
     let zero = L::splat(0.0);
-    let (mut ma, mut mb, n, t1, t2, friction) = {
+    let (mut ma, mut mb) = {
         let ms = &*ms;
         (
             Motions::<L>::gather(|l| &motions[ms[l].body_a as usize]),
             Motions::<L>::gather(|l| &motions[ms[l].body_b as usize]),
-            V3::<L>::gather(|l| ms[l].normal),
-            V3::<L>::gather(|l| prepared[l].t1),
-            V3::<L>::gather(|l| prepared[l].t2),
-            L::from_fn(|l| ms[l].friction),
         )
     };
-    let mut points = [
-        load_point(ms, prepared, 0),
-        load_point(ms, prepared, 1),
-        load_point(ms, prepared, 2),
-        load_point(ms, prepared, 3),
-    ];
+    let header = L::transpose8(|l| header_row(&ms[l]));
+    let (n, friction) = (V3 { x: header[4], y: header[5], z: header[6] }, header[7]);
+    let q = load_prepared::<L>(prepared);
+    let (t1, t2) = (V3 { x: q[0], y: q[1], z: q[2] }, V3 { x: q[3], y: q[4], z: q[5] });
+    let mut points = [load_point(ms, &q, 0), load_point(ms, &q, 1), load_point(ms, &q, 2), load_point(ms, &q, 3)];
     // Against a static or kinematic body, the stiffer coefficients.
     let fixed = ma.inv_mass.eq(zero) | mb.inv_mass.eq(zero);
     let soft = Softs {
@@ -581,40 +673,90 @@ fn solve<L: Lanes>(
         mb.apply(c.rb, impulse);
     }
 
+    // Every point's impulses go back: those a manifold lacks are unchanged, bit for bit.
     for (k, c) in points.iter().enumerate() {
-        let (j, j1, j2) = (c.normal_impulse.to_array(), c.tangent_impulse_1.to_array(), c.tangent_impulse_2.to_array());
-        let j_max = c.max_normal_impulse.to_array();
-        for (l, m) in ms.iter_mut().enumerate() {
-            if k < m.count as usize {
-                let q = &mut m.points[k];
-                (q.normal_impulse, q.tangent_impulse_1, q.tangent_impulse_2) = (j[l], j1[l], j2[l]);
-                q.max_normal_impulse = j_max[l];
-            }
-        }
+        let impulses = [c.normal_impulse, c.tangent_impulse_1, c.tangent_impulse_2, c.max_normal_impulse];
+        L::untranspose4(impulses, |l, row| *impulse_row_mut(&mut ms[l], k) = row);
     }
-    let (va, wa, vb, wb) = (ma.v.to_arrays(), ma.w.to_arrays(), mb.v.to_arrays(), mb.w.to_arrays());
-    for (l, o) in out.iter_mut().enumerate() {
-        *o = [lane(&va, l), lane(&wa, l), lane(&vb, l), lane(&wb, l)];
-    }
+    let out = bytemuck::cast_slice_mut::<[Vec3; 4], [[f32; 4]; 3]>(out);
+    let ((va, wa), (vb, wb)) = ((ma.v, ma.w), (mb.v, mb.w));
+    L::untranspose4([va.x, va.y, va.z, wa.x], |l, row| out[l][0] = row);
+    L::untranspose4([wa.y, wa.z, vb.x, vb.y], |l, row| out[l][1] = row);
+    L::untranspose4([vb.z, wb.x, wb.y, wb.z], |l, row| out[l][2] = row);
 }
 
-/// Point `k` of the `L::N` manifolds `ms` and their `prepared` data.
+/// Word offsets in a [`GpuManifold`]: its normal and friction (in the first row of eight
+/// words), its points, and in each point the core A, base separation and core B (eight words)
+/// and the four impulses, in this order.
+const NORMAL_WORD: usize = offset_of!(GpuManifold, normal) / 4;
+const POINTS_WORD: usize = offset_of!(GpuManifold, points) / 4;
+const POINT_WORDS: usize = size_of::<GpuManifoldPoint>() / 4;
+const IMPULSE_WORD: usize = offset_of!(GpuManifoldPoint, normal_impulse) / 4;
+const _: () = {
+    assert!(NORMAL_WORD == 4 && offset_of!(GpuManifold, friction) == 28);
+    assert!(offset_of!(GpuManifoldPoint, core_a) == 0 && offset_of!(GpuManifoldPoint, base_separation) == 12);
+    assert!(offset_of!(GpuManifoldPoint, core_b) == 16);
+    assert!(offset_of!(GpuManifoldPoint, tangent_impulse_1) == 4 * IMPULSE_WORD + 4);
+    assert!(offset_of!(GpuManifoldPoint, tangent_impulse_2) == 4 * IMPULSE_WORD + 8);
+    assert!(offset_of!(GpuManifoldPoint, max_normal_impulse) == 4 * IMPULSE_WORD + 12);
+};
+
+/// The first eight words of a manifold: bodies, count, color, normal, friction.
 #[inline(always)]
-fn load_point<L: Lanes>(ms: &[GpuManifold], prepared: &[Prepared], k: usize) -> Point<L> {
+fn header_row(m: &GpuManifold) -> &[f32; 8] {
+    &bytemuck::cast_ref::<GpuManifold, [[f32; 8]; 12]>(m)[0]
+}
+
+/// Point `k`'s core A, base separation, core B (and normal impulse).
+#[inline(always)]
+fn core_row(m: &GpuManifold, k: usize) -> &[f32; 8] {
+    let at = POINTS_WORD + k * POINT_WORDS;
+    bytemuck::cast_ref::<GpuManifold, [f32; 96]>(m)[at..at + 8].try_into().unwrap()
+}
+
+/// Point `k`'s normal impulse, tangent impulses and largest normal impulse.
+#[inline(always)]
+fn impulse_row(m: &GpuManifold, k: usize) -> &[f32; 4] {
+    let at = POINTS_WORD + k * POINT_WORDS + IMPULSE_WORD;
+    bytemuck::cast_ref::<GpuManifold, [f32; 96]>(m)[at..at + 4].try_into().unwrap()
+}
+
+/// [`impulse_row`] to write.
+#[inline(always)]
+fn impulse_row_mut(m: &mut GpuManifold, k: usize) -> &mut [f32; 4] {
+    let at = POINTS_WORD + k * POINT_WORDS + IMPULSE_WORD;
+    (&mut bytemuck::cast_mut::<GpuManifold, [f32; 96]>(m)[at..at + 4]).try_into().unwrap()
+}
+
+/// The `L::N` manifolds' prepared data, each of its 56 words in one vector.
+#[inline(always)]
+fn load_prepared<L: Lanes>(prepared: &[Prepared]) -> [L; 56] {
+    let mut out = [L::splat(0.0); 56];
+    for r in 0..7 {
+        let row = L::transpose8(|l| &bytemuck::cast_ref::<Prepared, [[f32; 8]; 7]>(&prepared[l])[r]);
+        out[8 * r..8 * r + 8].copy_from_slice(&row);
+    }
+    out
+}
+
+/// Point `k` of the `L::N` manifolds `ms`, with their prepared data `q` ([`load_prepared`]):
+/// t1 and t2 in words 0 to 5, then seven words per point (lever arms, separation), then the
+/// four effective-mass entries of each point.
+#[inline(always)]
+fn load_point<L: Lanes>(ms: &[GpuManifold], q: &[L; 56], k: usize) -> Point<L> {
+    const _: () = assert!(offset_of!(Prepared, geo) == 24 && offset_of!(Prepared, k) == 136);
+    let (g, e) = (6 + 7 * k, 34 + 4 * k);
+    let [normal_impulse, tangent_impulse_1, tangent_impulse_2, max_normal_impulse] =
+        L::transpose4(|l| impulse_row(&ms[l], k));
     Point {
-        ra: V3::gather(|l| prepared[l].geo[k].ra),
-        rb: V3::gather(|l| prepared[l].geo[k].rb),
-        separation: L::from_fn(|l| prepared[l].geo[k].separation),
-        k: [
-            L::from_fn(|l| prepared[l].k[k][0]),
-            L::from_fn(|l| prepared[l].k[k][1]),
-            L::from_fn(|l| prepared[l].k[k][2]),
-            L::from_fn(|l| prepared[l].k[k][3]),
-        ],
-        normal_impulse: L::from_fn(|l| ms[l].points[k].normal_impulse),
-        tangent_impulse_1: L::from_fn(|l| ms[l].points[k].tangent_impulse_1),
-        tangent_impulse_2: L::from_fn(|l| ms[l].points[k].tangent_impulse_2),
-        max_normal_impulse: L::from_fn(|l| ms[l].points[k].max_normal_impulse),
+        ra: V3 { x: q[g], y: q[g + 1], z: q[g + 2] },
+        rb: V3 { x: q[g + 3], y: q[g + 4], z: q[g + 5] },
+        separation: q[g + 6],
+        k: [q[e], q[e + 1], q[e + 2], q[e + 3]],
+        normal_impulse,
+        tangent_impulse_1,
+        tangent_impulse_2,
+        max_normal_impulse,
         active: L::splat(k as f32).lt(L::from_fn(|l| ms[l].count as f32)),
     }
 }
@@ -649,7 +791,8 @@ fn prepare<L: Lanes>(
     }
     let ma = Motions::<L>::gather(|l| &mas[l]);
     let mb = Motions::<L>::gather(|l| &mbs[l]);
-    let n = V3::<L>::gather(|l| ms[l].normal);
+    let header = L::transpose8(|l| header_row(&ms[l]));
+    let n = V3 { x: header[4], y: header[5], z: header[6] };
     let (t1, t2) = (V3::<L>::gather(|l| bases[l].0), V3::<L>::gather(|l| bases[l].1));
     let (qa, qb) = (
         Q4::<L>::gather(|l| solver_bodies[a(l)].delta_rotation),
@@ -672,9 +815,9 @@ fn prepare<L: Lanes>(
         points = points.max(m.count as usize);
     }
     for k in 0..points {
-        let (core_a, core_b) = (V3::gather(|l| ms[l].points[k].core_a), V3::gather(|l| ms[l].points[k].core_b));
+        let c = L::transpose8(|l| core_row(&ms[l], k));
+        let (core_a, base, core_b) = (V3 { x: c[0], y: c[1], z: c[2] }, c[3], V3 { x: c[4], y: c[5], z: c[6] });
         let (ca, cb) = (qa.rotate(core_a), qb.rotate(core_b));
-        let base = L::from_fn(|l| ms[l].points[k].base_separation);
         let separation = base + n.dot(db.add(cb).sub(da.add(ca)));
         let (surface_a, surface_b) = (ca.add(n.scale(radius_a)), cb.sub(n.scale(radius_b)));
         let half_gap = offset.add(surface_b.sub(surface_a)).scale(L::splat(0.5));
