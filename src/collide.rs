@@ -213,12 +213,20 @@ impl<'a> Posed<'a> {
     fn min_along(&self, d: Vec3) -> f32 {
         let local = rotate_inv(self.orientation, d);
         if !self.groups.is_empty() {
-            // The same products, four points per lane group.
+            // The same products, four points per lane group, in two running minima (the
+            // minimum is exact in any order), so that consecutive groups do not wait on each
+            // other.
             let (x, y, z) = (Vec4::splat(local.x), Vec4::splat(local.y), Vec4::splat(local.z));
-            let mut lanes = Vec4::splat(f32::MAX);
-            for g in self.groups.chunks_exact(3) {
-                lanes = lanes.min(x * g[0] + y * g[1] + z * g[2]);
+            let (mut even, mut odd) = (Vec4::splat(f32::MAX), Vec4::splat(f32::MAX));
+            let mut pairs = self.groups.chunks_exact(6);
+            for g in &mut pairs {
+                even = even.min(x * g[0] + y * g[1] + z * g[2]);
+                odd = odd.min(x * g[3] + y * g[4] + z * g[5]);
             }
+            if let [gx, gy, gz] = pairs.remainder() {
+                even = even.min(x * *gx + y * *gy + z * *gz);
+            }
+            let lanes = even.min(odd);
             return lanes.x.min(lanes.y).min(lanes.z.min(lanes.w)) + d.dot(self.position);
         }
         let first = self.shape.first_point as usize;
@@ -713,11 +721,10 @@ fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -
 /// difference: ((edge of A, edge of B), separation, axis from A towards B), or separation
 /// `f32::MIN` when none does. Found in B's frame: A's face normals are turned once each, B's
 /// are read as stored and negated. With at most `F` faces on A and `E = 4 G` edges on B, B's
-/// edges are laid out once per pair in groups of four, and for each edge of A the first test
-/// of [`is_minkowski_face`] (do B's two face normals lie on either side of the plane of A's
-/// arc?) runs on four edges of B at once without a branch; only the few edges that pass it go
-/// on one by one. The same products in the same order, so the same pairs as
-/// [`edge_query_uncached`], bit for bit.
+/// edges are laid out once per pair in groups of four, and for each edge of A
+/// [`is_minkowski_face`] runs on four edges of B at once without a branch; only the few edge
+/// pairs that build a face go on one by one. The same products in the same order, so the same
+/// pairs as [`edge_query_uncached`], bit for bit.
 fn edge_query<const F: usize, const E: usize, const G: usize>(
     a: &Posed,
     b: &Posed,
@@ -729,21 +736,21 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
         *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
     }
     // Per group of four edges of B: the x, y and z of the negated normals of their first
-    // faces (`c`) and of their second faces (`d`). Lanes past the last edge stay zero, so
-    // their products are zero and they never straddle.
-    let mut lanes = [[Vec4::ZERO; 6]; G];
-    let mut b_arcs = [Vec3::ZERO; E];
+    // faces (`c`), of their second faces (`d`) and of their arcs `d x c`. Lanes past the last
+    // edge stay zero, so their products are zero and they never pass.
+    let mut lanes = [[Vec4::ZERO; 9]; G];
     // B's edges in the world: first point, direction and length, read once each.
     let mut b_segments = [(Vec3::ZERO, Vec3::ZERO, 0.0_f32); E];
-    for (eb, (arc, segment)) in b_arcs[..b_edges].iter_mut().zip(&mut b_segments).enumerate() {
+    for (eb, segment) in b_segments[..b_edges].iter_mut().enumerate() {
         let [b0, b1, fb0, fb1] = b.edge(eb as u32);
         let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
+        let arc = d.cross(c);
         let (group, lane) = (&mut lanes[eb / 4], eb % 4);
-        for (axis, (x, y)) in [(c.x, d.x), (c.y, d.y), (c.z, d.z)].into_iter().enumerate() {
+        for (axis, (x, y, z)) in [(c.x, d.x, arc.x), (c.y, d.y, arc.y), (c.z, d.z, arc.z)].into_iter().enumerate() {
             group[axis][lane] = x;
             group[3 + axis][lane] = y;
+            group[6 + axis][lane] = z;
         }
-        *arc = d.cross(c);
         let (pb0, pb1) = (b.point(b0), b.point(b1));
         *segment = (pb0, pb1 - pb0, (pb1 - pb0).length());
     }
@@ -757,24 +764,23 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
         }
         let (na0, na1) = (a_normals[fa0 as usize], a_normals[fa1 as usize]);
         let na1xna0 = na1.cross(na0);
-        let (vx, vy, vz) = (Vec4::splat(na1xna0.x), Vec4::splat(na1xna0.y), Vec4::splat(na1xna0.z));
+        let splat = |v: Vec3| (Vec4::splat(v.x), Vec4::splat(v.y), Vec4::splat(v.z));
+        let ((vx, vy, vz), (ax, ay, az), (bx, by, bz)) = (splat(na1xna0), splat(na0), splat(na1));
         let (mut pa0, mut pa1, mut len_a) = (Vec3::ZERO, Vec3::ZERO, 0.0);
         let mut points_read = false;
-        for (g, [cx, cy, cz, dx, dy, dz]) in lanes[..b_edges.div_ceil(4)].iter().enumerate() {
-            // `is_minkowski_face`'s first test, `c · (b x a)` and `d · (b x a)` as `Vec3::dot`
-            // computes them.
+        for (g, [cx, cy, cz, dx, dy, dz, ex, ey, ez]) in lanes[..b_edges.div_ceil(4)].iter().enumerate() {
+            // `is_minkowski_face` on four edges of B at once, each dot product as `Vec3::dot`
+            // computes it: `c · (b x a)`, `d · (b x a)`, `a · (d x c)`, `b · (d x c)`.
             let cba = *cx * vx + *cy * vy + *cz * vz;
             let dba = *dx * vx + *dy * vy + *dz * vz;
-            let mut straddles = (cba * dba).cmplt(Vec4::ZERO).bitmask();
-            while straddles != 0 {
-                let lane = straddles.trailing_zeros() as usize;
-                straddles &= straddles - 1;
+            let adc = ax * *ex + ay * *ey + az * *ez;
+            let bdc = bx * *ex + by * *ey + bz * *ez;
+            let faces = (cba * dba).cmplt(Vec4::ZERO) & (adc * bdc).cmplt(Vec4::ZERO) & (cba * bdc).cmpgt(Vec4::ZERO);
+            let mut faces = faces.bitmask();
+            while faces != 0 {
+                let lane = faces.trailing_zeros() as usize;
+                faces &= faces - 1;
                 let eb = 4 * g + lane;
-                let dxc = b_arcs[eb];
-                let (adc, bdc) = (na0.dot(dxc), na1.dot(dxc));
-                if !(adc * bdc < 0.0 && cba[lane] * bdc > 0.0) {
-                    continue;
-                }
                 if !points_read {
                     (pa0, pa1) = (a.point(a0), a.point(a1));
                     len_a = (pa1 - pa0).length();
