@@ -976,12 +976,12 @@ pub(crate) enum Pass {
     Restitution,
 }
 
-/// One pass over every manifold: the colors in order (the manifolds of a color share no dynamic
+/// `times` passes over every manifold: each the colors in order (the manifolds of a color share no dynamic
 /// body: on the GPU one dispatch each), then the overflow by mass-splitting Jacobi; the warm
 /// start, which depends on no other manifold's result, by body ([`warm_start_bodies`]). Runs
 /// after [`color`] in a step; the caller says [`ContactState::positions_moved`] whenever
 /// bodies move between passes and ends the step's passes with [`finish_step`].
-pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass) {
+pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pass, times: u32) {
     cs.pass_out.resize(cs.solving.len(), [Vec3::ZERO; 4]);
     if cs.solving.is_empty() {
         return;
@@ -989,7 +989,22 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if !cs.prepared_valid {
         prepare(w, cs);
     }
+    // The velocities stay in `cs.motions` from the first pass to the last: nothing else moves
+    // them in between.
     load_motions(w, cs);
+    for _ in 0..times {
+        one_pass(w, cs, pass);
+    }
+    for (i, m) in cs.motions.iter().enumerate() {
+        if cs.dynamic[i] {
+            w.bodies[i].linear_velocity = m.v;
+            w.bodies[i].angular_velocity = m.w;
+        }
+    }
+}
+
+/// One pass of [`solve_manifolds`] on the velocities in `cs.motions`.
+fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
     let colors = w.params.max_colors as usize;
     let p = w.params;
     let statics =
@@ -1002,7 +1017,6 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if matches!(pass, Pass::WarmStart) {
         warm_start_bodies(cs);
     } else {
-        let w = &*w;
         for c in 0..colors {
             let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
             let (solving, prepared) = (&mut cs.solving[start..end], &cs.prepared[start..end]);
@@ -1037,12 +1051,6 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
             }
         }
         jacobi(w, cs, pass);
-    }
-    for (i, m) in cs.motions.iter().enumerate() {
-        if cs.dynamic[i] {
-            w.bodies[i].linear_velocity = m.v;
-            w.bodies[i].angular_velocity = m.w;
-        }
     }
 }
 

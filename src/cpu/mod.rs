@@ -163,9 +163,7 @@ impl CpuSolver {
     fn manifold_passes(&mut self, pass: Pass, times: u32) {
         let mut cs = std::mem::take(&mut self.contacts_state);
         let mut view = self.body_view();
-        for _ in 0..times {
-            contacts::solve_manifolds(&mut view, &mut cs, pass);
-        }
+        contacts::solve_manifolds(&mut view, &mut cs, pass, times);
         self.contacts_state = cs;
     }
 
