@@ -166,11 +166,14 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     (*m).frame_kept = 1u;
     for (var k = 0u; k < (*m).count; k++) {
         let q = prev.points[source[k]];
-        let separation = dot3(n, (b.position - a.position) + (anchors_b[k] - anchors_a[k]));
+        let gap = (b.position - a.position) + (anchors_b[k] - anchors_a[k]);
+        let separation = dot3(n, gap);
+        // The anchors' slide across the normal, taken out half on each side.
+        let half_slide = 0.5 * (gap - n * separation);
         (*m).points[k].core_a = q.core_a;
         (*m).points[k].core_b = q.core_b;
-        (*m).points[k].anchor_a = q.anchor_a;
-        (*m).points[k].anchor_b = q.anchor_b;
+        (*m).points[k].anchor_a = to_array3(from_array3(q.anchor_a) + rotate_inv(a.orientation, half_slide));
+        (*m).points[k].anchor_b = to_array3(from_array3(q.anchor_b) - rotate_inv(b.orientation, half_slide));
         (*m).points[k].base_separation = separation - dot3(n, q.core_b - q.core_a);
     }
     return true;

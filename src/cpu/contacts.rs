@@ -674,7 +674,10 @@ pub(crate) fn frame_drift(old: &GpuManifold) -> f32 {
 /// [`frame_drift`] of the new surface points and whose lever arms are within it of the new
 /// frame's (their midpoint), and the normal turned less than
 /// [`FRAME_MIN_COS`] allows, the manifold takes the old normal, lever arms and anchors, and its
-/// separations are measured between the old anchors along the old normal. Re-deriving them
+/// separations are measured between the old anchors along the old normal. The anchors' slide
+/// across the normal is then taken out, half on each body: their midpoint and separation stay,
+/// and [`recycle`] bounds the slide since this narrow phase instead of since the frame was
+/// taken (the lever arms still bound the drift since then). Re-deriving them
 /// each step from the bodies' poses makes the heavy impulses of a tall stack push along a
 /// frame that follows its lean: an energy pump that tipped the large pyramid over in 18 s (see
 /// BENCHMARKS.md, "Standing"). Rounded shapes roll, moving the contact over their surface:
@@ -716,8 +719,15 @@ pub(crate) fn keep_frame(old: &GpuManifold, m: &mut GpuManifold, a: &GpuBody, b:
     m.frame_kept = 1;
     for (c, &(j, anchor_a, anchor_b)) in m.points[..count].iter_mut().zip(&kept) {
         let q = &old.points[j];
-        let separation = n.dot((b.position - a.position) + (anchor_b - anchor_a));
-        (c.core_a, c.core_b, c.anchor_a, c.anchor_b) = (q.core_a, q.core_b, q.anchor_a, q.anchor_b);
+        let gap = (b.position - a.position) + (anchor_b - anchor_a);
+        let separation = n.dot(gap);
+        // The anchors' slide across the normal since they were set, taken out half on each
+        // side: their midpoint and their gap along the normal stay, and recycling measures
+        // the slide from this narrow phase on.
+        let half_slide = 0.5 * (gap - n * separation);
+        (c.core_a, c.core_b) = (q.core_a, q.core_b);
+        c.anchor_a = q.anchor_a + rotate_inv(a.orientation, half_slide);
+        c.anchor_b = q.anchor_b - rotate_inv(b.orientation, half_slide);
         c.base_separation = separation - n.dot(c.core_b - c.core_a);
     }
     true
@@ -1728,8 +1738,18 @@ mod tests {
         assert!(keep_frame(&old, &mut m, &a, &b));
         assert_eq!((m.normal, m.frame_kept), (Vec3::Y, 1));
         for (k, c) in m.points[..3].iter().enumerate() {
-            assert_eq!((c.anchor_a, c.anchor_b), (corners[k], corners[k] - Vec3::Y));
             assert_eq!((c.core_a, c.core_b), (corners[k], corners[k] - Vec3::Y));
+            // The anchors lost their slide across the normal (B's turn moved its anchor by
+            // 1e-4 m along z), half on each side: their midpoint and their gap along the
+            // normal are those of the old anchors.
+            let (old_a, old_b) = (corners[k], b.position + q_b * (corners[k] - Vec3::Y));
+            let (new_a, new_b) = (c.anchor_a, b.position + q_b * c.anchor_b);
+            let slide = (old_b - old_a) - Vec3::Y * (old_b - old_a).y;
+            assert!(slide.length() > 5e-5, "point {k}: the anchors slid {slide}");
+            let gap = new_b - new_a;
+            assert!((gap - Vec3::Y * gap.y).length() < 1e-6, "point {k}: {gap} apart across the normal");
+            assert!(((new_a + new_b) - (old_a + old_b)).length() < 1e-6, "point {k}: the midpoint moved");
+            assert!((gap.y - (old_b - old_a).y).abs() < 1e-6, "point {k}: the gap along the normal changed");
             // Between the old anchors: B's anchor is at 0.999 + q_b (c - y) ; the separation at
             // the start of the step is its height above A's anchor.
             let s = c.base_separation + m.normal.dot(c.core_b - c.core_a);
