@@ -31,11 +31,18 @@ pub(crate) struct ContactState {
     cells: Vec<[u32; 2]>,
     /// Per hash: the first sorted grid item with that hash, or `u32::MAX`.
     cell_start: Vec<u32>,
+    /// Per hash: one past the last sorted grid item with that hash (where `cell_start` is
+    /// set).
+    cell_end: Vec<u32>,
     /// Bodies too large for the grid.
     large: Vec<u32>,
     /// Per sorted grid item: its body's AABB, the body and whether it is dynamic, so a cell's
     /// scan reads one contiguous run instead of hopping to each body's AABB.
     sorted: Vec<SortedItem>,
+    /// The sorted items' AABBs by groups of four: the x, y and z of the four min corners, then
+    /// of the four max corners (lanes past the last item never overlap), so a cell's scan
+    /// tests four items at once.
+    sorted_bounds: Vec<[Vec4; 6]>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
     /// Manifolds of this step, in pair order. From the coloring to the end of the step the
@@ -406,12 +413,32 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         let j = j as usize;
         SortedItem { lo: cs.aabb_min[j].truncate(), body: j as u32, hi: cs.aabb_max[j], dynamic: dynamic(&w.props[j]) }
     }));
+    cs.sorted_bounds.clear();
+    cs.sorted_bounds.extend(cs.sorted.chunks(4).map(|items| {
+        let lane = |f: &dyn Fn(&SortedItem) -> f32, none: f32| {
+            Vec4::from_array(std::array::from_fn(|l| items.get(l).map_or(none, f)))
+        };
+        let (inf, ninf) = (f32::INFINITY, f32::NEG_INFINITY);
+        [
+            lane(&|o| o.lo.x, inf),
+            lane(&|o| o.lo.y, inf),
+            lane(&|o| o.lo.z, inf),
+            lane(&|o| o.hi.x, ninf),
+            lane(&|o| o.hi.y, ninf),
+            lane(&|o| o.hi.z, ninf),
+        ]
+    }));
     cs.cell_start.clear();
     cs.cell_start.resize(large_key as usize, u32::MAX);
+    cs.cell_end.clear();
+    cs.cell_end.resize(large_key as usize, 0);
     for k in 0..n {
         let key = cs.cells[k][0];
         if key < large_key && (k == 0 || cs.cells[k - 1][0] != key) {
             cs.cell_start[key as usize] = k as u32;
+        }
+        if key < large_key && (k + 1 == n || cs.cells[k + 1][0] != key) {
+            cs.cell_end[key as usize] = k as u32 + 1;
         }
     }
     // Each sorted item's pairs, in runs of items over the threads; the sort below makes the
@@ -453,7 +480,6 @@ fn overlaps(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
 /// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
 /// bodies after it in the cells its AABB can reach, and the large bodies.
 fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>) {
-    let n = cs.cells.len();
     let grid = cs.grid;
     let large_key = grid.hash_mask + 1;
     let overlaps = |i: usize, j: usize| overlaps(w, cs, i, j);
@@ -465,19 +491,36 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>)
         let to = grid.cell(cs.aabb_max[iu]);
         // Two cells of the stencil may share a hash bucket: the pairs found twice go at
         // `broad_phase`'s dedup.
+        let splat = |v: Vec3| [Vec4::splat(v.x), Vec4::splat(v.y), Vec4::splat(v.z)];
+        let ([lo_x, lo_y, lo_z], [hi_x, hi_y, hi_z]) = (splat(me.lo), splat(me.hi));
         for z in from[2]..=to[2].min(from[2] + 3) {
             for y in from[1]..=to[1].min(from[1] + 3) {
                 for x in from[0]..=to[0].min(from[0] + 3) {
-                    let h = grid.hash([x, y, z]);
-                    let mut e = cs.cell_start[h as usize] as usize;
-                    while e < n && cs.cells[e][0] == h {
-                        // `overlaps`, on the sorted copy.
-                        let o = cs.sorted[e];
-                        if o.body > i && o.lo.cmple(me.hi).all() && me.lo.cmple(o.hi).all() && (me.dynamic || o.dynamic)
-                        {
-                            out.push(GpuPair { a: i, b: o.body });
+                    let h = grid.hash([x, y, z]) as usize;
+                    let (start, end) = (cs.cell_start[h] as usize, cs.cell_end[h] as usize);
+                    let mut e = start;
+                    while e < end {
+                        // `overlaps`, on four sorted items at once: the AABB test in lanes,
+                        // then the rest for the items that pass.
+                        let g = e / 4;
+                        let [o_lo_x, o_lo_y, o_lo_z, o_hi_x, o_hi_y, o_hi_z] = cs.sorted_bounds[g];
+                        let boxes = o_lo_x.cmple(hi_x)
+                            & o_lo_y.cmple(hi_y)
+                            & o_lo_z.cmple(hi_z)
+                            & lo_x.cmple(o_hi_x)
+                            & lo_y.cmple(o_hi_y)
+                            & lo_z.cmple(o_hi_z);
+                        // The lanes of this group inside the bucket.
+                        let (first, last) = (e - 4 * g, (end - 4 * g).min(4));
+                        let mut hits = boxes.bitmask() & ((1 << last) - 1) & !((1 << first) - 1);
+                        while hits != 0 {
+                            let o = cs.sorted[4 * g + hits.trailing_zeros() as usize];
+                            hits &= hits - 1;
+                            if o.body > i && (me.dynamic || o.dynamic) {
+                                out.push(GpuPair { a: i, b: o.body });
+                            }
                         }
-                        e += 1;
+                        e = 4 * g + 4;
                     }
                 }
             }
@@ -2111,9 +2154,54 @@ mod tests {
         );
     }
 
-    /// The sweeps (biased and relax) in lanes and in eight lanes give bit for bit the impulses
-    /// and velocities of the manifold-at-a-time sweeps, on a settling pile of boxes with one to
-    /// lanes points per manifold and contacts against its static container.
+    /// Velocity integration in four and in eight lanes gives bit for bit the velocities of the
+    /// one-body code, for dynamic bodies of uneven inertia (the gyroscopic Newton steps at work),
+    /// damped, some spinning past the rotation cap, and leaves static and kinematic ones alone.
+    #[test]
+    fn lane_integration_matches_one_body_at_a_time() {
+        use crate::layout::{GpuBodyProps, KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC};
+        let world = crate::scenes::box_pile(crate::scenes::bench_desc(), 10, 1).unwrap();
+        let p = StepParams::new(&world, 0);
+        let mut rng = crate::scenes::Lcg(7);
+        let (mut bodies, mut props) = (Vec::new(), Vec::new());
+        for k in 0..64 {
+            let mut v = || Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+            let (lv, w, axis) = (10.0 * v(), v(), v());
+            let spin = if k % 5 == 0 { 4.0 / p.h } else { 20.0 };
+            let orientation = Quat::from_axis_angle(axis.normalize(), 3.0 * axis.x);
+            bodies.push(GpuBody { orientation, linear_velocity: lv, angular_velocity: spin * w, ..Default::default() });
+            props.push(GpuBodyProps {
+                inv_inertia: Vec3::new(rng.range(0.5, 4.0), rng.range(0.5, 4.0), rng.range(0.5, 4.0)),
+                kind: [KIND_DYNAMIC, KIND_DYNAMIC, KIND_DYNAMIC, KIND_STATIC, KIND_KINEMATIC][k % 5],
+                linear_damping: rng.range(0.0, 0.5),
+                angular_damping: rng.range(0.0, 0.5),
+                ..Default::default()
+            });
+        }
+        let mut one = bodies.clone();
+        for (b, pr) in one.iter_mut().zip(&props) {
+            super::super::stages::integrate_velocity(&p, b, pr);
+        }
+        let capped = one.iter().filter(|b| b.angular_velocity.length() * p.h >= 0.999 * p.max_rotation).count();
+        assert!(capped >= 3, "{capped} bodies at the rotation cap");
+        let changed = one.iter().zip(&bodies).filter(|(x, y)| x != y).count();
+        assert_eq!(changed, 64 * 3 / 5 + 1, "the dynamic bodies, and only they, changed");
+        for width in [4, 8] {
+            let mut lanes = bodies.clone();
+            for (b, pr) in lanes.chunks_mut(width).zip(props.chunks(width)) {
+                if width == 8 {
+                    super::super::lanes::integrate8(&p, b, pr);
+                } else {
+                    super::super::lanes::integrate4(&p, b, pr);
+                }
+            }
+            assert_eq!(bytemuck::cast_slice::<_, u32>(&one), bytemuck::cast_slice::<_, u32>(&lanes), "width {width}");
+        }
+    }
+
+    /// The sweeps (biased and relax) in four and in eight lanes give bit for bit the impulses and
+    /// velocities of the manifold-at-a-time sweeps, on a settling pile of boxes with one to four
+    /// points per manifold and contacts against its static container.
     #[test]
     fn lane_sweeps_match_one_manifold_at_a_time() {
         eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());

@@ -19,7 +19,7 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
 use super::contacts::{Geometry, Motion, Prepared, Soft};
-use crate::layout::{GpuBody, GpuManifold, GpuManifoldPoint, GpuSolverBody, StepParams};
+use crate::layout::{GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, StepParams};
 use crate::math::tangent_basis;
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
@@ -383,6 +383,12 @@ impl<L: Lanes> V3<L> {
     #[inline(always)]
     fn div(self, s: L) -> Self {
         Self { x: self.x / s, y: self.y / s, z: self.z / s }
+    }
+
+    /// The lane-wise product of each component, as `Vec3 * Vec3`.
+    #[inline(always)]
+    fn times(self, o: Self) -> Self {
+        Self { x: self.x * o.x, y: self.y * o.y, z: self.z * o.z }
     }
 
     #[inline(always)]
@@ -849,6 +855,65 @@ fn rotational_entries<L: Lanes>(m: &Motions<L>, r: V3<L>, n: V3<L>, t1: V3<L>, t
     [rn.dot(m.inv_inertia.mul(rn)), r1.dot(i1), r1.dot(i2), r2.dot(i2)]
 }
 
+/// Column `e` of the gyroscopic Newton step's Jacobian, `e ie + (h/2) (ie ωm x e - I ωm x e)`,
+/// as `stages::integrate_velocity` computes it.
+#[inline(always)]
+fn jacobian_column<L: Lanes>(e: V3<L>, ie: L, wm: V3<L>, iw: V3<L>, half_h: L) -> V3<L> {
+    e.scale(ie).add(wm.cross(e).scale(ie).sub(iw.cross(e)).scale(half_h))
+}
+
+/// `stages::integrate_velocity` for `L::N` bodies at once, one per lane: the same arithmetic in
+/// the same order (the Newton steps' products with the unit axes included), so the same bits.
+/// Only dynamic bodies are written.
+#[inline(always)]
+fn integrate<L: Lanes>(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+    let (bodies, props) = (&mut bodies[..L::N], &props[..L::N]);
+    let (zero, one, h) = (L::splat(0.0), L::splat(1.0), L::splat(p.h));
+    let hg = p.h * p.gravity;
+    let gravity = V3 { x: L::splat(hg.x), y: L::splat(hg.y), z: L::splat(hg.z) };
+    let linear_damping = L::from_fn(|l| props[l].linear_damping);
+    let angular_damping = L::from_fn(|l| props[l].angular_damping);
+    let v = V3::gather(|l| bodies[l].linear_velocity).add(gravity).scale(one / (one + h * linear_damping));
+    let inv_inertia = V3::gather(|l| props[l].inv_inertia);
+    let inertia = V3 { x: one / inv_inertia.x, y: one / inv_inertia.y, z: one / inv_inertia.z };
+    let q = Q4::gather(|l| bodies[l].orientation);
+    let q_inv = Q4 { u: q.u.neg(), w: q.w };
+    let w0 = q_inv.rotate(V3::gather(|l| bodies[l].angular_velocity));
+    let half_h = L::splat(0.5 * p.h);
+    let axes = [V3 { x: one, y: zero, z: zero }, V3 { x: zero, y: one, z: zero }, V3 { x: zero, y: zero, z: one }];
+    let mut wm = w0;
+    for _ in 0..2 {
+        // No closures here: a closure is a function of its own, compiled without AVX.
+        let iw = inertia.times(wm);
+        let residual = inertia.times(wm.sub(w0)).add(wm.cross(iw).scale(half_h));
+        let (jx, jy, jz) = (
+            jacobian_column(axes[0], inertia.x, wm, iw, half_h),
+            jacobian_column(axes[1], inertia.y, wm, iw, half_h),
+            jacobian_column(axes[2], inertia.z, wm, iw, half_h),
+        );
+        // `mat3_inverse`: the rows are the columns' cross products over the determinant.
+        let (r0, r1, r2) = (jy.cross(jz), jz.cross(jx), jx.cross(jy));
+        let inv_det = one / jx.dot(r0);
+        let (s0, s1, s2) = (r0.scale(inv_det), r1.scale(inv_det), r2.scale(inv_det));
+        let inverse = M3 {
+            x_axis: V3 { x: s0.x, y: s1.x, z: s2.x },
+            y_axis: V3 { x: s0.y, y: s1.y, z: s2.y },
+            z_axis: V3 { x: s0.z, y: s1.z, z: s2.z },
+        };
+        wm = wm.sub(inverse.mul(residual));
+    }
+    let w = q.rotate(wm.scale(L::splat(2.0)).sub(w0)).scale(one / (one + h * angular_damping));
+    let angle = w.dot(w).sqrt() * h;
+    let max = L::splat(p.max_rotation);
+    let w = V3::select(angle.gt(max), w.scale(max / angle), w);
+    let (v, w) = (v.to_arrays(), w.to_arrays());
+    for (l, (b, pr)) in bodies.iter_mut().zip(props).enumerate() {
+        if pr.kind == KIND_DYNAMIC {
+            (b.linear_velocity, b.angular_velocity) = (lane(&v, l), lane(&w, l));
+        }
+    }
+}
+
 /// A biased (`use_bias`) or relax sweep over four manifolds of one color (`ms`), none of which
 /// can bounce and none split, with their `prepared` data and the soft coefficients against
 /// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
@@ -946,6 +1011,31 @@ fn prepare8_avx(
     out: &mut [Prepared],
 ) {
     prepare::<avx::F8>(ms, bodies, solver_bodies, motion, out);
+}
+
+/// [`integrate`] of four bodies.
+pub(super) fn integrate4(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+    integrate::<Vec4>(p, bodies, props);
+}
+
+/// [`integrate`] of eight bodies: in the eight lanes of an AVX register where the processor
+/// has AVX, else four at a time; the same bits either way.
+pub(super) fn integrate8(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: the processor has AVX.
+        unsafe { integrate8_avx(p, bodies, props) };
+        return;
+    }
+    let (low, high) = bodies.split_at_mut(4);
+    integrate4(p, low, &props[..4]);
+    integrate4(p, &mut high[..4], &props[4..8]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn integrate8_avx(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+    integrate::<avx::F8>(p, bodies, props);
 }
 
 /// Whether [`solve8`] and [`prepare8`] run in one AVX register (else as two groups of four).

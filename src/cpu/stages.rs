@@ -205,36 +205,55 @@ pub(crate) fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32
 pub(crate) fn integrate_velocities(buf: &mut Buffers) {
     let p = buf.params;
     let n = p.body_count as usize;
-    let one = |(b, pr): (&mut GpuBody, &GpuBodyProps)| {
-        if !is_dynamic(pr) {
-            return;
+    // Eight or four bodies at a time in SIMD lanes (the same bits), the rest one by one.
+    let eight = |(bodies, props): (&mut [GpuBody], &[GpuBodyProps])| {
+        if bodies.len() == 8 {
+            return super::lanes::integrate8(p, bodies, props);
         }
-        let h = p.h;
-        let v = (b.linear_velocity + h * p.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
-        let inertia = pr.inv_inertia.recip();
-        let w0 = rotate_inv(b.orientation, b.angular_velocity);
-        let half_h = 0.5 * h;
-        let mut wm = w0;
-        for _ in 0..2 {
-            let iw = inertia * wm;
-            let residual = inertia * (wm - w0) + half_h * wm.cross(iw);
-            let col = |e: Vec3, ie: f32| e * ie + half_h * (ie * wm.cross(e) - iw.cross(e));
-            let jacobian = Mat3::from_cols(col(Vec3::X, inertia.x), col(Vec3::Y, inertia.y), col(Vec3::Z, inertia.z));
-            wm -= mat3_inverse(jacobian) * residual;
+        for (bodies, props) in bodies.chunks_mut(4).zip(props.chunks(4)) {
+            if bodies.len() == 4 {
+                super::lanes::integrate4(p, bodies, props);
+            } else {
+                bodies.iter_mut().zip(props).for_each(|(b, pr)| integrate_velocity(p, b, pr));
+            }
         }
-        let mut w = rotate(b.orientation, 2.0 * wm - w0) * (1.0 / (1.0 + h * pr.angular_damping));
-        let angle = w.length() * h;
-        if angle > p.max_rotation {
-            w *= p.max_rotation / angle;
-        }
-        b.linear_velocity = v;
-        b.angular_velocity = w;
     };
     if buf.parallel {
-        buf.bodies[..n].par_iter_mut().zip(&buf.props[..n]).with_min_len(PARALLEL_BODIES).for_each(one);
+        buf.bodies[..n]
+            .par_chunks_mut(8)
+            .zip(buf.props[..n].par_chunks(8))
+            .with_min_len(PARALLEL_BODIES / 8)
+            .for_each(eight);
     } else {
-        buf.bodies[..n].iter_mut().zip(&buf.props[..n]).for_each(one);
+        buf.bodies[..n].chunks_mut(8).zip(buf.props[..n].chunks(8)).for_each(eight);
     }
+}
+
+/// [`integrate_velocities`] for one body (nothing for a static or kinematic one).
+pub(crate) fn integrate_velocity(p: &StepParams, b: &mut GpuBody, pr: &GpuBodyProps) {
+    if !is_dynamic(pr) {
+        return;
+    }
+    let h = p.h;
+    let v = (b.linear_velocity + h * p.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
+    let inertia = pr.inv_inertia.recip();
+    let w0 = rotate_inv(b.orientation, b.angular_velocity);
+    let half_h = 0.5 * h;
+    let mut wm = w0;
+    for _ in 0..2 {
+        let iw = inertia * wm;
+        let residual = inertia * (wm - w0) + half_h * wm.cross(iw);
+        let col = |e: Vec3, ie: f32| e * ie + half_h * (ie * wm.cross(e) - iw.cross(e));
+        let jacobian = Mat3::from_cols(col(Vec3::X, inertia.x), col(Vec3::Y, inertia.y), col(Vec3::Z, inertia.z));
+        wm -= mat3_inverse(jacobian) * residual;
+    }
+    let mut w = rotate(b.orientation, 2.0 * wm - w0) * (1.0 / (1.0 + h * pr.angular_damping));
+    let angle = w.length() * h;
+    if angle > p.max_rotation {
+        w *= p.max_rotation / angle;
+    }
+    b.linear_velocity = v;
+    b.angular_velocity = w;
 }
 
 /// Positions and orientations for one substep: `x += h v`, `q = exp(h ω) q` (exponential
