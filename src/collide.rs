@@ -135,7 +135,10 @@ impl<'a> Posed<'a> {
 
     /// The world points, then the world face planes, of a polytope into `out`, which holds
     /// [`Posed::world_len`] entries: bit for bit what [`Posed::point`] and
-    /// [`Posed::face_plane`] compute (nothing for other shapes).
+    /// [`Posed::face_plane`] compute (nothing for other shapes). The CPU solver computes them
+    /// in SIMD lanes with the same arithmetic (`cpu::lanes`); this is the reference its test
+    /// compares against.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn world_into(&self, out: &mut [Vec4]) {
         if self.shape.kind != SHAPE_POLYTOPE {
             return;

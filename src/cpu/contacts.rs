@@ -43,6 +43,8 @@ pub(crate) struct ContactState {
     /// of the four max corners (lanes past the last item never overlap), so a cell's scan
     /// tests four items at once.
     sorted_bounds: Vec<[Vec4; 6]>,
+    /// Per shape: its farthest core point from its centre, m.
+    shape_reach: Vec<f32>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
     /// Manifolds of this step, in pair order. From the coloring to the end of the step the
@@ -300,8 +302,10 @@ impl GridSpec {
 /// The world points and planes (`world`, from `world_start[first]` on) and the bounds of bodies
 /// `first..first + aabb_min.len()`, each body on its own: split in halves over threads when
 /// `parallel`.
+#[allow(clippy::too_many_arguments)]
 fn body_bounds(
     w: &BodyView,
+    shape_reach: &[f32],
     first: usize,
     world_start: &[u32],
     world: &mut [Vec4],
@@ -317,8 +321,8 @@ fn body_bounds(
         let (min_lo, min_hi) = aabb_min.split_at_mut(half);
         let (max_lo, max_hi) = aabb_max.split_at_mut(half);
         rayon::join(
-            || body_bounds(w, first, world_start, world_lo, min_lo, max_lo, parallel),
-            || body_bounds(w, first + half, world_start, world_hi, min_hi, max_hi, parallel),
+            || body_bounds(w, shape_reach, first, world_start, world_lo, min_lo, max_lo, parallel),
+            || body_bounds(w, shape_reach, first + half, world_start, world_hi, min_hi, max_hi, parallel),
         );
         return;
     }
@@ -330,16 +334,20 @@ fn body_bounds(
         let sh = &w.shapes[w.props[i].shape as usize];
         let start = world_start[i] as usize - base;
         let own = &mut world[start..world_start[i + 1] as usize - base];
-        Posed::new(sh, b.position, b.orientation, w.geometry, w.topology).world_into(own);
+        // `Posed::world_into`, in SIMD lanes (the same bits).
+        let first_point = sh.first_point as usize;
+        let (points, planes) = w.geometry[first_point..].split_at(sh.point_count as usize);
+        if !own.is_empty() {
+            super::lanes::polytope_world(b.orientation, b.position, points, &planes[..sh.face_count as usize], own);
+        }
         let cached = !own.is_empty();
-        let (mut lo, mut hi, mut reach) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN), 0.0_f32);
-        for k in 0..sh.point_count {
-            let local = w.geometry[(sh.first_point + k) as usize].truncate();
-            let x = if cached { own[k as usize].truncate() } else { b.position + rotate(b.orientation, local) };
+        let (mut lo, mut hi) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN));
+        for (k, local) in points.iter().enumerate() {
+            let x = if cached { own[k].truncate() } else { b.position + rotate(b.orientation, local.truncate()) };
             lo = lo.min(x);
             hi = hi.max(x);
-            reach = reach.max(local.length());
         }
+        let reach = shape_reach[w.props[i].shape as usize];
         // The AABB grows by how far any point of the body can move in a step; the pair's
         // contact margin (`collide_pairs`) uses the pair's relative velocity and each body's
         // spin, kept in `w`.
@@ -376,7 +384,16 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.aabb_max.clear();
     cs.aabb_max.resize(n, Vec3::ZERO);
     let parallel = cs.parallel;
-    body_bounds(w, 0, &cs.world_start, &mut cs.world, &mut cs.aabb_min, &mut cs.aabb_max, parallel);
+    // Each shape's reach (its farthest core point from its centre), once: shapes never change.
+    if cs.shape_reach.len() != w.shapes.len() {
+        cs.shape_reach.clear();
+        cs.shape_reach.extend(w.shapes.iter().map(|sh| {
+            let points = &w.geometry[sh.first_point as usize..(sh.first_point + sh.point_count) as usize];
+            points.iter().map(|p| p.truncate().length()).fold(0.0_f32, f32::max)
+        }));
+    }
+    let reach = &cs.shape_reach;
+    body_bounds(w, reach, 0, &cs.world_start, &mut cs.world, &mut cs.aabb_min, &mut cs.aabb_max, parallel);
     cs.pairs.clear();
     let grid = cs.grid;
     if grid.brute_force {
@@ -2197,6 +2214,47 @@ mod tests {
             }
             assert_eq!(bytemuck::cast_slice::<_, u32>(&one), bytemuck::cast_slice::<_, u32>(&lanes), "width {width}");
         }
+    }
+
+    /// Polytope world points and planes in SIMD lanes are bit for bit `Posed::world_into`'s, for
+    /// hulls whose point and face counts leave remainders, in four lanes and the widest.
+    #[test]
+    fn lane_world_points_match_posed_world_into() {
+        let desc = crate::scenes::bench_desc;
+        let worlds = [crate::scenes::convex_pile(desc()).unwrap(), crate::scenes::box_pile(desc(), 10, 1).unwrap()];
+        let solvers = worlds.map(|w| crate::cpu::CpuSolver::new(&w).unwrap());
+        let mut rng = crate::scenes::Lcg(5);
+        let (mut tested, mut odd) = (0, false);
+        for solver in &solvers {
+            let (shapes, geometry, topology) = (&solver.shapes, &solver.geometry, &solver.topology);
+            odd |= shapes
+                .iter()
+                .any(|s| s.kind == crate::layout::SHAPE_POLYTOPE && (s.point_count % 4 != 0 || s.face_count % 4 != 0));
+            for sh in shapes.iter().filter(|s| s.kind == crate::layout::SHAPE_POLYTOPE) {
+                for _ in 0..10 {
+                    let mut v = || Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+                    let (position, axis) = (10.0 * v(), v().normalize());
+                    let q = Quat::from_axis_angle(axis, 7.0 * axis.y);
+                    let mut reference = vec![Vec4::ZERO; Posed::world_len(sh) as usize];
+                    Posed::new(sh, position, q, geometry, topology).world_into(&mut reference);
+                    let first = sh.first_point as usize;
+                    let (points, planes) = geometry[first..].split_at(sh.point_count as usize);
+                    let planes = &planes[..sh.face_count as usize];
+                    let bits = |x: &[Vec4]| x.iter().flat_map(|v| v.to_array().map(f32::to_bits)).collect::<Vec<_>>();
+                    for wide in [false, true] {
+                        let mut out = vec![Vec4::splat(f32::NAN); reference.len()];
+                        if wide {
+                            super::super::lanes::polytope_world(q, position, points, planes, &mut out);
+                        } else {
+                            super::super::lanes::polytope_world4(q, position, points, planes, &mut out);
+                        }
+                        assert_eq!(bits(&reference), bits(&out), "shape with {} points", sh.point_count);
+                    }
+                    tested += 1;
+                }
+            }
+        }
+        assert!(tested >= 20 && odd, "{tested} poses; a shape with a remainder past four: {odd}");
     }
 
     /// The sweeps (biased and relax) in four and in eight lanes give bit for bit the impulses and

@@ -20,7 +20,7 @@ use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
 use super::contacts::{Geometry, Motion, Prepared, Soft};
 use crate::layout::{GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, StepParams};
-use crate::math::tangent_basis;
+use crate::math::{rotate, tangent_basis};
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
 /// code), comparisons to masks, and selects.
@@ -914,6 +914,37 @@ fn integrate<L: Lanes>(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyP
     }
 }
 
+/// A polytope's world points (`position + rotate(q, p)`, `w` zero) then world face planes (the
+/// turned normal and `offset + n · position`) from its `points` and `planes` in its frame,
+/// `L::N` at a time, the rest one by one: `Posed::world_into`'s arithmetic, so the same bits.
+#[inline(always)]
+fn world<L: Lanes>(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+    let (out_points, out_planes) = out.split_at_mut(points.len());
+    let turn = Q4 { u: V3 { x: L::splat(q.x), y: L::splat(q.y), z: L::splat(q.z) }, w: L::splat(q.w) };
+    let at = V3 { x: L::splat(position.x), y: L::splat(position.y), z: L::splat(position.z) };
+    let mut groups = points.chunks_exact(L::N).zip(out_points.chunks_exact_mut(L::N));
+    for (local, world) in &mut groups {
+        let [x, y, z, _] = L::transpose4(|l| local[l].as_ref());
+        let p = at.add(turn.rotate(V3 { x, y, z }));
+        L::untranspose4([p.x, p.y, p.z, L::splat(0.0)], |l, row| world[l] = Vec4::from_array(row));
+    }
+    let done = points.len() / L::N * L::N;
+    for (local, world) in points[done..].iter().zip(&mut out_points[done..]) {
+        *world = (position + rotate(q, local.truncate())).extend(0.0);
+    }
+    let mut groups = planes.chunks_exact(L::N).zip(out_planes.chunks_exact_mut(L::N));
+    for (local, world) in &mut groups {
+        let [x, y, z, offset] = L::transpose4(|l| local[l].as_ref());
+        let n = turn.rotate(V3 { x, y, z });
+        L::untranspose4([n.x, n.y, n.z, offset + n.dot(at)], |l, row| world[l] = Vec4::from_array(row));
+    }
+    let done = planes.len() / L::N * L::N;
+    for (local, world) in planes[done..].iter().zip(&mut out_planes[done..]) {
+        let n = rotate(q, local.truncate());
+        *world = n.extend(local.w + n.dot(position));
+    }
+}
+
 /// A biased (`use_bias`) or relax sweep over four manifolds of one color (`ms`), none of which
 /// can bounce and none split, with their `prepared` data and the soft coefficients against
 /// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
@@ -1036,6 +1067,30 @@ pub(super) fn integrate8(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBod
 #[target_feature(enable = "avx")]
 fn integrate8_avx(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
     integrate::<avx::F8>(p, bodies, props);
+}
+
+/// [`world`]: eight at a time in an AVX register where the processor has AVX, else four in a
+/// `Vec4`; the same bits either way.
+pub(super) fn polytope_world(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: the processor has AVX.
+        unsafe { world_avx(q, position, points, planes, out) };
+        return;
+    }
+    world::<Vec4>(q, position, points, planes, out);
+}
+
+/// [`world`] in four lanes (for the tests: [`polytope_world`] picks the widest).
+#[cfg(test)]
+pub(super) fn polytope_world4(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+    world::<Vec4>(q, position, points, planes, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+    world::<avx::F8>(q, position, points, planes, out);
 }
 
 /// Whether [`solve8`] and [`prepare8`] run in one AVX register (else as two groups of four).
