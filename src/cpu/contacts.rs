@@ -1056,12 +1056,13 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if cs.solving.is_empty() {
         return;
     }
-    if !cs.prepared_valid {
+    // The velocities stay in `cs.motions` from the first pass to the last: nothing else moves
+    // them in between (the preparation loads them).
+    if cs.prepared_valid {
+        load_motions(w, cs);
+    } else {
         prepare(w, cs);
     }
-    // The velocities stay in `cs.motions` from the first pass to the last: nothing else moves
-    // them in between.
-    load_motions(w, cs);
     for _ in 0..times {
         one_pass(w, cs, pass);
     }
@@ -1248,7 +1249,8 @@ fn warm_start_bodies(cs: &mut ContactState) {
     });
 }
 
-/// Fills the per-body inertia and per-manifold [`Prepared`] caches for the current positions.
+/// Fills the per-body inertia and per-manifold [`Prepared`] caches for the current positions,
+/// and `cs.motions` from the bodies ([`load_motions`]).
 fn prepare(w: &BodyView, cs: &mut ContactState) {
     let n = w.params.body_count as usize;
     cs.dynamic.clear();
@@ -1257,11 +1259,9 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         let (b, props) = (&w.bodies[i], &w.props[i]);
         if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO }
     });
-    let motion = |i: usize| Motion {
-        inv_mass: if cs.dynamic[i] { w.bodies[i].inv_mass } else { 0.0 },
-        inv_inertia: cs.inertia[i],
-        ..Motion::default()
-    };
+    // The bodies' inverse masses and inertia (and velocities, which the passes start from).
+    load_motions(w, cs);
+    let motions = &cs.motions;
     // Filled in place: only the points a manifold has are written (the lane sweeps read
     // the others and discard what they compute from them).
     let empty = Prepared {
@@ -1273,16 +1273,16 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     };
     cs.prepared.resize(cs.solving.len(), empty);
     let one = |(m, p): (&GpuManifold, &mut Prepared)| {
-        prepare_one(w, &motion(m.body_a as usize), &motion(m.body_b as usize), m, p)
+        prepare_one(w, &motions[m.body_a as usize], &motions[m.body_b as usize], m, p)
     };
     // Eight or four manifolds at a time in SIMD lanes (the same bits), the rest one by one.
     let eight = |(ms, ps): (&[GpuManifold], &mut [Prepared])| {
         if ms.len() == 8 {
-            return super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &motion, ps);
+            return super::lanes::prepare8(ms, w.bodies, w.solver_bodies, motions, ps);
         }
         for (ms, ps) in ms.chunks(4).zip(ps.chunks_mut(4)) {
             if ms.len() == 4 {
-                super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &motion, ps);
+                super::lanes::prepare4(ms, w.bodies, w.solver_bodies, motions, ps);
             } else {
                 ms.iter().zip(ps).for_each(one);
             }
@@ -2143,9 +2143,9 @@ mod tests {
                 for (ms, ps) in cs.solving.chunks_exact(width).zip(cs.prepared.chunks_exact(width)) {
                     let mut lanes = ps.to_vec();
                     if width == 8 {
-                        super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &motion, &mut lanes);
+                        super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     } else {
-                        super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &motion, &mut lanes);
+                        super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     }
                     for (m, q) in ms.iter().zip(&lanes) {
                         let mut one = *q;

@@ -777,7 +777,7 @@ fn point_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, c: &Point<L>, inv_mass_
 
 /// `prepare`'s work for `L::N` manifolds at once, one per lane: each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
-/// (`effective_masses`) with `motion`'s inverse masses and inertia, and the tangent basis,
+/// (`effective_masses`) with `motions`' inverse masses and inertia, and the tangent basis,
 /// written to `out` for the points each manifold has; the same arithmetic in the same order,
 /// so the same bits.
 #[inline(always)]
@@ -785,18 +785,18 @@ fn prepare<L: Lanes>(
     ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
-    motion: &impl Fn(usize) -> Motion,
+    motions: &[Motion],
     out: &mut [Prepared],
 ) {
     let (ms, out) = (&ms[..L::N], &mut out[..L::N]);
     let (a, b) = (|l: usize| ms[l].body_a as usize, |l: usize| ms[l].body_b as usize);
-    // At most eight lanes: the motions and bases past `L::N` are never read.
-    let (mut mas, mut mbs, mut bases) = ([Motion::default(); 8], [Motion::default(); 8], [(Vec3::ZERO, Vec3::ZERO); 8]);
-    for l in 0..L::N {
-        (mas[l], mbs[l], bases[l]) = (motion(a(l)), motion(b(l)), tangent_basis(ms[l].normal));
+    // At most eight lanes: the bases past `L::N` are never read.
+    let mut bases = [(Vec3::ZERO, Vec3::ZERO); 8];
+    for (basis, m) in bases.iter_mut().zip(ms) {
+        *basis = tangent_basis(m.normal);
     }
-    let ma = Motions::<L>::gather(|l| &mas[l]);
-    let mb = Motions::<L>::gather(|l| &mbs[l]);
+    let ma = Motions::<L>::gather(|l| &motions[a(l)]);
+    let mb = Motions::<L>::gather(|l| &motions[b(l)]);
     let header = L::transpose8(|l| header_row(&ms[l]));
     let n = V3 { x: header[4], y: header[5], z: header[6] };
     let (t1, t2) = (V3::<L>::gather(|l| bases[l].0), V3::<L>::gather(|l| bases[l].1));
@@ -999,17 +999,17 @@ fn solve8_avx(
 
 /// `prepare`'s work for four manifolds (`ms`), one per lane: each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
-/// (`effective_masses`) with `motion`'s inverse masses and inertia, and the tangent basis,
+/// (`effective_masses`) with `motions`' inverse masses and inertia, and the tangent basis,
 /// written to `out` for the points each manifold has; the same arithmetic in the same order
 /// as the one-manifold code, so the same bits.
 pub(super) fn prepare4(
     ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
-    motion: &impl Fn(usize) -> Motion,
+    motions: &[Motion],
     out: &mut [Prepared],
 ) {
-    prepare::<Vec4>(ms, bodies, solver_bodies, motion, out);
+    prepare::<Vec4>(ms, bodies, solver_bodies, motions, out);
 }
 
 /// [`prepare4`] over eight manifolds: in the eight lanes of an AVX register where the
@@ -1018,18 +1018,18 @@ pub(super) fn prepare8(
     ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
-    motion: &impl Fn(usize) -> Motion,
+    motions: &[Motion],
     out: &mut [Prepared],
 ) {
     #[cfg(target_arch = "x86_64")]
     if has_avx() {
         // SAFETY: the processor has AVX.
-        unsafe { prepare8_avx(ms, bodies, solver_bodies, motion, out) };
+        unsafe { prepare8_avx(ms, bodies, solver_bodies, motions, out) };
         return;
     }
     let out = out.split_at_mut(4);
-    prepare4(&ms[..4], bodies, solver_bodies, motion, out.0);
-    prepare4(&ms[4..8], bodies, solver_bodies, motion, out.1);
+    prepare4(&ms[..4], bodies, solver_bodies, motions, out.0);
+    prepare4(&ms[4..8], bodies, solver_bodies, motions, out.1);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1038,10 +1038,10 @@ fn prepare8_avx(
     ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
-    motion: &impl Fn(usize) -> Motion,
+    motions: &[Motion],
     out: &mut [Prepared],
 ) {
-    prepare::<avx::F8>(ms, bodies, solver_bodies, motion, out);
+    prepare::<avx::F8>(ms, bodies, solver_bodies, motions, out);
 }
 
 /// [`integrate`] of four bodies.
