@@ -47,6 +47,8 @@ pub(crate) struct ContactState {
     shape_reach: Vec<f32>,
     /// Candidate pairs, sorted by `(a, b)`.
     pub pairs: Vec<GpuPair>,
+    /// Per candidate pair: its manifold's index in `previous`, or `u32::MAX`.
+    pair_old: Vec<u32>,
     /// Manifolds of this step, in pair order. From the coloring to the end of the step the
     /// passes work on `solving`; [`finish_step`] brings the impulses back here.
     pub manifolds: Vec<GpuManifold>,
@@ -611,11 +613,25 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
             _ => NO_FACE,
         });
     }
+    // Last step's manifold of each pair, the same way (both in pair order): an index into
+    // `previous`, or `u32::MAX`.
+    let mut cursor = 0;
+    cs.pair_old.clear();
+    for pair in &cs.pairs {
+        let key = (pair.a, pair.b);
+        while cs.previous.get(cursor).is_some_and(|m| (m.body_a, m.body_b) < key) {
+            cursor += 1;
+        }
+        cs.pair_old.push(match cs.previous.get(cursor) {
+            Some(m) if (m.body_a, m.body_b) == key => cursor as u32,
+            _ => u32::MAX,
+        });
+    }
     // Each pair on its own (split over threads), then the results in pair order.
     let mut collided = std::mem::take(&mut cs.collided);
     let cs_read = &*cs;
     super::fill_indexed(&mut collided, cs.pairs.len(), cs.parallel, 64, |k| {
-        collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k])
+        collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k], cs_read.pair_old[k])
     });
     for (pair, &(m, face)) in cs.pairs.iter().zip(&collided) {
         if face != NO_FACE {
@@ -629,8 +645,9 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
 }
 
 /// The manifold of one candidate pair (`count` 0: no contact) with its warm start, and the
-/// face that keeps it apart or `NO_FACE`; `face` is last step's.
-fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32) -> (GpuManifold, u32) {
+/// face that keeps it apart or `NO_FACE`; `face` is last step's, `old` the index of last step's
+/// manifold of the pair in `cs.previous` or `u32::MAX`.
+fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32, old: u32) -> (GpuManifold, u32) {
     let p = w.params;
     let (a, b) = (pair.a as usize, pair.b as usize);
     let cached = |i: usize| {
@@ -646,8 +663,7 @@ fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32) -> (G
     let (ba, bb) = (&w.bodies[a], &w.bodies[b]);
     // Which side falls: the relative acceleration along a normal is its gravity times this.
     let falls = (dynamic(&w.props[b]) as u32 as f32) - (dynamic(&w.props[a]) as u32 as f32);
-    let old =
-        cs.previous.binary_search_by(|m| (m.body_a, m.body_b).cmp(&(pair.a, pair.b))).ok().map(|i| &cs.previous[i]);
+    let old = cs.previous.get(old as usize);
     if let Some(old) = old
         && let Some(mut m) = recycle(p, old, ba, bb, margin, falls)
     {
