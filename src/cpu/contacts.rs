@@ -736,12 +736,16 @@ pub(crate) fn fresh_frame(m: &mut GpuManifold, a: &GpuBody, b: &GpuBody) {
 /// taken anew each step. Twin of `frame_drift` in shaders/manifolds.wgsl.
 pub(crate) fn frame_drift(old: &GpuManifold) -> f32 {
     let count = old.count as usize;
-    let size = match count {
-        2 => (old.points[1].anchor_a - old.points[0].anchor_a).length(),
-        3 | 4 => anchor_plane(old.points.map(|c| c.anchor_a), count).length().sqrt(),
-        _ => return FRAME_DRIFT,
-    };
-    FRAME_DRIFT.min(FRAME_DRIFT_FRACTION * size)
+    match count {
+        2 => FRAME_DRIFT.min(FRAME_DRIFT_FRACTION * (old.points[1].anchor_a - old.points[0].anchor_a).length()),
+        3 | 4 => plane_drift(anchor_plane(old.points.map(|c| c.anchor_a), count)),
+        _ => FRAME_DRIFT,
+    }
+}
+
+/// [`frame_drift`] of three or four points whose anchors on A span `plane` ([`anchor_plane`]).
+fn plane_drift(plane: Vec3) -> f32 {
+    FRAME_DRIFT.min(FRAME_DRIFT_FRACTION * plane.length().sqrt())
 }
 
 /// Keeps last step's contact frame of a resting pair of polytopes ("anchor freezing") and
@@ -858,10 +862,9 @@ pub(crate) fn recycle(
         return None;
     }
     let n = old.normal;
-    let (plane_a, plane_b) = (
-        rotate(a.orientation, anchor_plane(old.points.map(|c| c.anchor_a), count)),
-        rotate(b.orientation, anchor_plane(old.points.map(|c| c.anchor_b), count)),
-    );
+    let local_a = anchor_plane(old.points.map(|c| c.anchor_a), count);
+    let (plane_a, plane_b) =
+        (rotate(a.orientation, local_a), rotate(b.orientation, anchor_plane(old.points.map(|c| c.anchor_b), count)));
     let turned = |c: Vec3| {
         let cc = c.length_squared();
         let cn = c.dot(n);
@@ -873,7 +876,8 @@ pub(crate) fn recycle(
     // The slide allowed: less on a small contact face (its size: the square root of twice
     // the area of A's anchors' largest triangle).
     let slide = RECYCLE_DRIFT.min(RECYCLE_SLIDE_FRACTION * plane_a.length_squared().sqrt().sqrt());
-    let drift = frame_drift(old);
+    // `frame_drift` of four points, from the plane already at hand.
+    let drift = plane_drift(local_a);
     let gravity_n = n.dot(p.gravity) * falls;
     let mut m = GpuManifold {
         body_a: old.body_a,
