@@ -69,8 +69,9 @@ pub const FRAME_DRIFT_FRACTION: f32 = 0.1;
 pub const FRAME_MIN_COS: f32 = 0.9998;
 /// A resting four-point manifold is carried into the next step without the narrow phase
 /// ("contact recycling", see `recycle` in src/cpu/contacts.rs) while each point's two anchors
-/// have slid less than this apart across the normal since its frame was taken, m: the bodies
-/// moved too little against each other for the narrow phase to find other features.
+/// have slid less than this apart across the normal since the last narrow phase, which takes
+/// the slide out of a kept frame's anchors, m: the bodies moved too little against each other
+/// for the narrow phase to find other features.
 pub const RECYCLE_DRIFT: f32 = 0.2 * FRAME_DRIFT;
 /// On a contact face smaller than [`RECYCLE_DRIFT`] over this, the slide a recycled manifold
 /// allows is this fraction of the face's size instead (the square root of twice the area of

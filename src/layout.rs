@@ -266,9 +266,12 @@ pub struct GpuManifoldPoint {
     /// Feature key (see `collide`).
     pub key: u32,
     /// The point on A's surface where the contact frame was taken, in A's body frame, m
-    /// (WGSL `array<f32, 3>`: no padding). Zero between rounded shapes, which keep no frame.
+    /// (WGSL `array<f32, 3>`: no padding), moved by half the anchors' slide across the normal
+    /// each time the narrow phase keeps the frame (see `keep_frame`). Zero between rounded
+    /// shapes, which keep no frame.
     pub anchor_a: Vec3,
-    /// The point on B's surface where the contact frame was taken, in B's body frame, m.
+    /// The point on B's surface where the contact frame was taken, in B's body frame, m, moved
+    /// as `anchor_a` the other way.
     pub anchor_b: Vec3,
 }
 const _: () = assert!(size_of::<GpuManifoldPoint>() == 80);

@@ -101,9 +101,9 @@ pub struct SolverSettings {
     /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
     pub cpu_threads: u32,
     /// Whether a resting four-point manifold between polytopes is carried into the next step
-    /// without the narrow phase while, since its contact frame was taken, the two bodies slid
-    /// less than 1 mm against each other at every point (2 % of the contact face's size on
-    /// faces under 5 cm), and its frame would still be kept (lever arms within 5 mm of the
+    /// without the narrow phase while, since the last narrow phase, the two bodies slid less
+    /// than 1 mm against each other at every point (2 % of the contact face's size on faces
+    /// under 5 cm), and its frame would still be kept (lever arms within 5 mm of the
     /// contact points, a tenth of the contact's size under 5 cm; contact faces turned less
     /// than 1.15 degrees from the normal): "contact recycling", with which a resting stack skips most of
     /// its narrow phase. Default true; false runs the narrow phase on every pair every step.

@@ -436,3 +436,35 @@ fn gpu_stage_timing_measures_every_group_and_changes_nothing() {
     timed.time_stages(false).unwrap();
     assert_eq!(timed.stage_times(), None);
 }
+
+/// On the CPU alone (no adapter needed), a box sliding without friction at 0.04 m/s (0.67 mm a
+/// step) along a long fixed box recycles its manifold every other step: one step after a narrow
+/// phase its anchors slid less than `RECYCLE_DRIFT` (1 mm), the next they slid 1.3 mm and the
+/// narrow phase runs, keeps the frame and takes the slide out of the anchors, until the lever
+/// arms drifted 5 mm and a new frame is taken. Counting the slide from when the frame was taken
+/// instead recycles only the step after each new frame (6 of 48).
+#[test]
+fn a_slowly_sliding_box_recycles_every_other_step_on_the_cpu() {
+    let mut world = World::new(scenes::bench_desc()).unwrap();
+    world.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.5, 2.0))).friction(0.0)).unwrap();
+    let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5)))
+        .position(Vec3::new(0.0, 0.999, -1.0))
+        .linear_velocity(Vec3::new(0.0, 0.0, 0.04))
+        .friction(0.0);
+    world.add_body(cube).unwrap();
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    let (mut recycled, mut fresh, mut run, mut longest) = (0, 0, 0, 0);
+    for step in 0..48 {
+        cpu.step();
+        let m: GpuManifold = *cpu.manifolds().first().unwrap_or_else(|| panic!("step {step}: no manifold"));
+        assert_eq!(m.count, 4, "step {step}: a face contact");
+        assert_eq!(cpu.stats().unwrap().recycled, m.recycled, "step {step}: the statistics' count");
+        recycled += m.recycled;
+        fresh += u32::from(m.frame_kept == 0);
+        run = if m.recycled != 0 { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    assert!(recycled >= 16, "{recycled} of 48 steps recycled");
+    assert_eq!(longest, 1, "{longest} steps in a row recycled");
+    assert!(fresh >= 4, "{fresh} new frames");
+}

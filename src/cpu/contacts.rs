@@ -840,8 +840,9 @@ fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
 /// velocities, and no impulses (the warm start gives them): what [`keep_frame`] makes of a
 /// pair whose narrow phase finds the same features, up to where the approach velocities are
 /// taken. It runs when the manifold has four points (a face contact: with fewer, a point the
-/// narrow phase would add as a face closes in goes unseen); since its frame was taken, each
-/// point's anchors slid less than [`RECYCLE_DRIFT`] apart across the normal, or less than
+/// narrow phase would add as a face closes in goes unseen); since the last narrow phase (which
+/// takes the slide out of a kept frame's anchors), each point's anchors slid less than
+/// [`RECYCLE_DRIFT`] apart across the normal, or less than
 /// [`RECYCLE_SLIDE_FRACTION`] of the contact face's size on a small face (the bodies moved too
 /// little against each other for the features to change), and its lever arms stayed within
 /// [`frame_drift`] of the anchors' midpoint, as [`keep_frame`] asks (a turn of both bodies
@@ -2160,15 +2161,17 @@ mod tests {
             };
             assert!(cs.solving.iter().any(|m| w.solver_bodies[m.body_b as usize].delta_position != Vec3::ZERO));
             for width in [4, 8] {
-                for (ms, ps) in cs.solving.chunks_exact(width).zip(cs.prepared.chunks_exact(width)) {
-                    let mut lanes = ps.to_vec();
+                for ms in cs.solving.chunks_exact(width) {
+                    // From NaN, so that whatever the lane code fails to write shows.
+                    let nan = bytemuck::cast::<[f32; 56], Prepared>([f32::NAN; 56]);
+                    let mut lanes = vec![nan; width];
                     if width == 8 {
                         super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     } else {
                         super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     }
                     for (m, q) in ms.iter().zip(&lanes) {
-                        let mut one = *q;
+                        let mut one = nan;
                         prepare_one(&w, &motion(m.body_a as usize), &motion(m.body_b as usize), m, &mut one);
                         assert_eq!(
                             bits(&one, m.count as usize),

@@ -1,12 +1,21 @@
-//! Several manifolds at once, one in each lane of a SIMD vector: four in a `Vec4` (SSE2 on
-//! x86-64, plain arrays elsewhere), or eight in an AVX register where the processor has AVX
-//! (checked at run time; the same code, [`Lanes`] over either width). The sweeps ([`solve4`],
-//! [`solve8`]) take manifolds of one color, which share no dynamic body, so the lanes are
-//! independent; the preparation ([`prepare4`], [`prepare8`]) takes any, since it only reads
-//! the bodies. Each lane does exactly the arithmetic of the one-manifold code on its manifold,
-//! in the same order (branches become selects; no fused multiply-adds): the results are bit for
-//! bit those of the manifold-at-a-time code, whatever the width, so a run gives the same bits
-//! on a machine with AVX and on one without.
+//! Several manifolds (or bodies, or points) at once, one in each lane of a SIMD vector: four in
+//! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), or eight in an AVX
+//! register where the processor has AVX (checked at run time; the same code, [`Lanes`] over
+//! either width). The sweeps ([`solve4`], [`solve8`]) take manifolds of one color, which share
+//! no dynamic body, so the lanes are independent; the preparation ([`prepare4`],
+//! [`prepare8`]) takes any, since it only reads the bodies; so do the velocity integration
+//! ([`integrate4`], [`integrate8`]) and a polytope's world points and planes
+//! ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
+//! same order (branches become selects; no fused multiply-adds): the results are bit for bit
+//! those of the one-at-a-time code, whatever the width, so a run gives the same bits on a
+//! machine with AVX and on one without.
+//!
+//! One difference is not arithmetic: where the one-manifold sweep skips a point a manifold
+//! lacks, or a coarse correction of zero, the lanes apply a zero impulse. Adding zero changes
+//! nothing as long as the lever arms read for the missing points are finite (the preparation
+//! fills `Prepared` in place, so they are last use's values or zeros) and no velocity
+//! component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the lane tests compare the two on
+//! settling piles.
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
 //! substep), and the preparation of lever arms, separations and effective masses after each
@@ -151,11 +160,13 @@ mod avx {
     use std::ops::{Add, BitAnd, BitOr, Div, Mul, Neg, Not, Sub};
 
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
-    // `#[target_feature(enable = "avx")]` functions (`solve8_avx`, `prepare8_avx`), into which
-    // these `#[inline(always)]` methods are inlined, and those run only after
-    // `is_x86_feature_detected!("avx")` said the processor has AVX. None of the intrinsics
-    // reads or writes memory through a pointer except the array loads and stores, which are
-    // unaligned ones on arrays of eight `f32`.
+    // `#[target_feature(enable = "avx")]` functions (`solve8_avx`, `prepare8_avx`,
+    // `integrate8_avx`, `world_avx`), into which these `#[inline(always)]` methods are
+    // inlined, and those run only after `is_x86_feature_detected!("avx")` said the processor
+    // has AVX (debug builds check it again where an `F8` is made). None of the intrinsics
+    // reads or writes memory through a pointer except the loads and stores, which are
+    // unaligned ones on arrays of eight `f32` (32 bytes) or of four (16 bytes, the halves of
+    // `_mm256_loadu2_m128` and `_mm256_storeu2_m128`).
 
     /// Eight `f32` lanes.
     #[derive(Clone, Copy)]
@@ -206,10 +217,12 @@ mod avx {
         const N: usize = 8;
         #[inline(always)]
         fn splat(x: f32) -> Self {
+            debug_assert!(super::has_avx());
             unsafe { F8(_mm256_set1_ps(x)) }
         }
         #[inline(always)]
         fn from_fn(f: impl Fn(usize) -> f32) -> Self {
+            debug_assert!(super::has_avx());
             unsafe { F8(_mm256_setr_ps(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7))) }
         }
         #[inline(always)]
@@ -263,6 +276,7 @@ mod avx {
         }
         #[inline(always)]
         fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
+            debug_assert!(super::has_avx());
             unsafe {
                 // No closures around intrinsics here: a closure is a function of its own, compiled
                 // without AVX, into which the intrinsics would not be inlined.
@@ -294,6 +308,7 @@ mod avx {
         }
         #[inline(always)]
         fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
+            debug_assert!(super::has_avx());
             unsafe {
                 // Lane `l` in the low half, lane `l + 4` in the high one.
                 let a0 = _mm256_loadu2_m128(row(4).as_ptr(), row(0).as_ptr());
@@ -322,9 +337,10 @@ mod avx {
                     _mm256_shuffle_ps::<0x44>(t2, t3),
                     _mm256_shuffle_ps::<0xEE>(t2, t3),
                 ];
-                for (l, r) in rows.into_iter().enumerate() {
+                // An index loop: no iterator function between the registers and the stores.
+                for l in 0..4 {
                     let (mut lo, mut hi) = ([0.0; 4], [0.0; 4]);
-                    _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), r);
+                    _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), rows[l]);
                     write(l, lo);
                     write(l + 4, hi);
                 }
@@ -1093,7 +1109,8 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
     world::<avx::F8>(q, position, points, planes, out);
 }
 
-/// Whether [`solve8`] and [`prepare8`] run in one AVX register (else as two groups of four).
+/// Whether the eight-lane functions ([`solve8`], [`prepare8`], [`integrate8`],
+/// [`polytope_world`]) run in one AVX register (else as two groups of four).
 pub(super) fn has_avx() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
