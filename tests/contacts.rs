@@ -388,10 +388,10 @@ fn check_coloring(manifolds: &[GpuManifold], buckets: &(Vec<Vec<u32>>, Vec<u32>)
             let m = &manifolds[i as usize];
             assert_eq!(m.color as usize, c);
             for body in [m.body_a, m.body_b] {
-                if world.body(signorini::BodyHandle::from_index(body as usize)).unwrap().kind == BodyKind::Dynamic {
-                    if let Some(other) = owner.insert(body, i) {
-                        panic!("color {c} holds manifolds {other} and {i} on body {body}");
-                    }
+                if world.body(signorini::BodyHandle::from_index(body as usize)).unwrap().kind == BodyKind::Dynamic
+                    && let Some(other) = owner.insert(body, i)
+                {
+                    panic!("color {c} holds manifolds {other} and {i} on body {body}");
                 }
             }
         }

@@ -337,10 +337,10 @@ mod avx {
                     _mm256_shuffle_ps::<0x44>(t2, t3),
                     _mm256_shuffle_ps::<0xEE>(t2, t3),
                 ];
-                // An index loop: no iterator function between the registers and the stores.
-                for l in 0..4 {
+                // By reference: no `__m256` passed by value through the iterator's functions.
+                for (l, r) in rows.iter().enumerate() {
                     let (mut lo, mut hi) = ([0.0; 4], [0.0; 4]);
-                    _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), rows[l]);
+                    _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), *r);
                     write(l, lo);
                     write(l + 4, hi);
                 }

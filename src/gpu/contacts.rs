@@ -187,8 +187,8 @@ impl GpuContacts {
         let index_bits = bits(n.saturating_sub(1)).max(1);
         let pair_keys = [(1, index_bits), (0, index_bits)];
         let pair_plan_len = Radix::plan(0, 0, 0, pair_capacity, 0, &pair_keys).0.len();
-        layout.pairs_raw = if pair_plan_len % 2 == 0 { layout.pairs } else { pairs_scratch };
-        let other = if pair_plan_len % 2 == 0 { pairs_scratch } else { layout.pairs };
+        layout.pairs_raw = if pair_plan_len.is_multiple_of(2) { layout.pairs } else { pairs_scratch };
+        let other = if pair_plan_len.is_multiple_of(2) { pairs_scratch } else { layout.pairs };
         let (pair_plan, pairs_sorted) =
             Radix::plan(layout.pairs_raw, other, 0, pair_capacity, layout.radix_histogram, &pair_keys);
         debug_assert_eq!(pairs_sorted, layout.pairs);
