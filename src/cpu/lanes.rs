@@ -217,12 +217,12 @@ mod avx {
         const N: usize = 8;
         #[inline(always)]
         fn splat(x: f32) -> Self {
-            debug_assert!(super::has_avx());
+            debug_assert!(super::avx_detected());
             unsafe { F8(_mm256_set1_ps(x)) }
         }
         #[inline(always)]
         fn from_fn(f: impl Fn(usize) -> f32) -> Self {
-            debug_assert!(super::has_avx());
+            debug_assert!(super::avx_detected());
             unsafe { F8(_mm256_setr_ps(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7))) }
         }
         #[inline(always)]
@@ -276,7 +276,7 @@ mod avx {
         }
         #[inline(always)]
         fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
-            debug_assert!(super::has_avx());
+            debug_assert!(super::avx_detected());
             unsafe {
                 // No closures around intrinsics here: a closure is a function of its own, compiled
                 // without AVX, into which the intrinsics would not be inlined.
@@ -308,7 +308,7 @@ mod avx {
         }
         #[inline(always)]
         fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
-            debug_assert!(super::has_avx());
+            debug_assert!(super::avx_detected());
             unsafe {
                 // Lane `l` in the low half, lane `l + 4` in the high one.
                 let a0 = _mm256_loadu2_m128(row(4).as_ptr(), row(0).as_ptr());
@@ -1110,8 +1110,18 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
 }
 
 /// Whether the eight-lane functions ([`solve8`], [`prepare8`], [`integrate8`],
-/// [`polytope_world`]) run in one AVX register (else as two groups of four).
+/// [`polytope_world`]) run in one AVX register (else as two groups of four): the processor has
+/// AVX (and, in tests, [`FOUR_LANES_ONLY`] is off).
 pub(super) fn has_avx() -> bool {
+    #[cfg(test)]
+    if FOUR_LANES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    avx_detected()
+}
+
+/// Whether the processor has AVX.
+fn avx_detected() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx")
@@ -1119,3 +1129,9 @@ pub(super) fn has_avx() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
+
+/// Makes [`has_avx`] say no, so that a test can run the four-lane code on a machine with AVX
+/// and compare it with the eight-lane code (which must give the same bits, so other tests
+/// running meanwhile are not disturbed).
+#[cfg(test)]
+pub(super) static FOUR_LANES_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
