@@ -480,6 +480,11 @@ fn best_face(reference: Posed, other: Posed, radii: f32, margin: f32) -> FaceHit
     var best = FaceHit(0u, -3.4028235e38);
     for (var f = 0u; f < reference.shape.face_count; f++) {
         let plane = face_plane(reference, f);
+        // A face whose bound cannot beat the best so far (the other centre of mass is inside
+        // its core) skips the support query, as on the CPU: the same answer.
+        if dot3(plane.n, other.position) - plane.offset <= best.value {
+            continue;
+        }
         let s = min_along(other, plane.n) - plane.offset;
         if s > best.value {
             best = FaceHit(f, s);
