@@ -767,7 +767,8 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
         let (pb0, pb1) = (b.point(b0), b.point(b1));
         *segment = (pb0, pb1 - pb0, (pb1 - pb0).length());
     }
-    let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
+    let mut best = ((0, 0), f32::MIN, Vec3::ZERO);
+    let mut batch = EdgeBatch::default();
     for ea in 0..a.shape.edge_count {
         let [a0, a1, fa0, fa1] = a.edge(ea);
         if let Some(floor) = &floor
@@ -800,17 +801,78 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
                     points_read = true;
                 }
                 let (pb0, along_b, len_b) = b_segments[eb];
-                if let Some((s, axis)) = edge_separation(a, pa0, pa1, len_a, pb0, along_b, len_b)
-                    && s > sep_e
-                {
-                    sep_e = s;
-                    edge_pair = (ea, eb as u32);
-                    axis_e = axis;
+                batch.push(EdgeCandidate { pair: (ea, eb as u32), pa0, da: pa1 - pa0, len_a, pb0, along_b, len_b });
+                if batch.count == 4 {
+                    batch.flush(a, &mut best);
                 }
             }
         }
     }
-    (edge_pair, sep_e, axis_e)
+    batch.flush(a, &mut best);
+    best
+}
+
+/// An edge pair that builds a face of the Minkowski difference, waiting for its separation:
+/// A's edge from `pa0` along `da` (length `len_a`), B's from `pb0` along `along_b`.
+#[derive(Clone, Copy, Default)]
+struct EdgeCandidate {
+    pair: (u32, u32),
+    pa0: Vec3,
+    da: Vec3,
+    len_a: f32,
+    pb0: Vec3,
+    along_b: Vec3,
+    len_b: f32,
+}
+
+/// Up to four [`EdgeCandidate`]s, in the order the query found them.
+#[derive(Default)]
+struct EdgeBatch {
+    items: [EdgeCandidate; 4],
+    count: usize,
+}
+
+impl EdgeBatch {
+    fn push(&mut self, c: EdgeCandidate) {
+        self.items[self.count] = c;
+        self.count += 1;
+    }
+
+    /// [`edge_separation`] of the waiting pairs in the lanes of a `Vec4` (the same operations,
+    /// so the same bits), then, in the order found, each that is not near-parallel and
+    /// separates more than `best` replaces it (pair, separation, axis).
+    fn flush(&mut self, a: &Posed, best: &mut ((u32, u32), f32, Vec3)) {
+        if self.count == 0 {
+            return;
+        }
+        let c = &self.items;
+        let lanes = |f: &dyn Fn(&EdgeCandidate) -> f32| Vec4::new(f(&c[0]), f(&c[1]), f(&c[2]), f(&c[3]));
+        let (dx, dy, dz) = (lanes(&|c| c.da.x), lanes(&|c| c.da.y), lanes(&|c| c.da.z));
+        let (bx, by, bz) = (lanes(&|c| c.along_b.x), lanes(&|c| c.along_b.y), lanes(&|c| c.along_b.z));
+        // `(pa1 - pa0).cross(along_b)`, its length, the parallel test, as `Vec3` computes them.
+        let (x, y, z) = (dy * bz - by * dz, dz * bx - bz * dx, dx * by - bx * dy);
+        let len = (x * x + y * y + z * z).sqrt();
+        let parallel = len.cmplt(Vec4::splat(EDGE_PARALLEL_SIN) * lanes(&|c| c.len_a) * lanes(&|c| c.len_b));
+        let (x, y, z) = (x / len, y / len, z / len);
+        // Pointing away from A's centre.
+        let (wx, wy, wz) = (
+            lanes(&|c| c.pa0.x - a.position.x),
+            lanes(&|c| c.pa0.y - a.position.y),
+            lanes(&|c| c.pa0.z - a.position.z),
+        );
+        let flip = (x * wx + y * wy + z * wz).cmplt(Vec4::ZERO);
+        let (x, y, z) = (Vec4::select(flip, -x, x), Vec4::select(flip, -y, y), Vec4::select(flip, -z, z));
+        let (gx, gy, gz) =
+            (lanes(&|c| c.pb0.x - c.pa0.x), lanes(&|c| c.pb0.y - c.pa0.y), lanes(&|c| c.pb0.z - c.pa0.z));
+        let s = x * gx + y * gy + z * gz;
+        let parallel = parallel.bitmask();
+        for (l, item) in c.iter().enumerate().take(self.count) {
+            if parallel & (1 << l) == 0 && s[l] > best.1 {
+                *best = (item.pair, s[l], Vec3::new(x[l], y[l], z[l]));
+            }
+        }
+        self.count = 0;
+    }
 }
 
 /// What lets [`edge_query`] pass over an edge of A without testing it against B's edges: the
