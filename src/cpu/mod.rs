@@ -393,6 +393,23 @@ mod tests {
         assert_eq!(timed.raw_bodies(), reference.raw_bodies(), "timing must not change the step");
     }
 
+    /// 1,100 mixed shapes (spheres, boxes, capsules, hulls), every fifth bouncy, rained into an
+    /// open box with a tilted plane across it, stepped on `threads` worker threads.
+    fn mixed_shapes_in_a_box(threads: u32) -> crate::World {
+        let mut desc = bench_desc();
+        desc.solver.cpu_threads = threads;
+        let mut world = crate::World::new(desc).expect("world");
+        let side = crate::scenes::add_container(&mut world, 1100).expect("container");
+        world.add_plane(crate::Plane::new(Vec3::new(0.1, 1.0, 0.0), 0.3).restitution(0.3)).expect("plane");
+        let mut rng = crate::scenes::Lcg(5);
+        for i in 0..1100 {
+            let e = if i % 5 == 0 { 0.6 } else { 0.0 };
+            let body = crate::scenes::mixed_body(&mut rng, i).position(crate::scenes::rain_cell(i, side));
+            world.add_body(body.restitution(e)).expect("body");
+        }
+        world
+    }
+
     /// Every stage that splits its work over threads splits independent items, so any thread
     /// count gives the same bits: 1,100 mixed shapes, some bouncy (the manifold-at-a-time
     /// passes), in an open box with a tilted plane across it (the per-body plane stages split
@@ -400,18 +417,7 @@ mod tests {
     #[test]
     fn thread_counts_give_the_same_bits() {
         let run = |threads: u32| {
-            let mut desc = bench_desc();
-            desc.solver.cpu_threads = threads;
-            let mut world = crate::World::new(desc).expect("world");
-            let side = crate::scenes::add_container(&mut world, 1100).expect("container");
-            world.add_plane(crate::Plane::new(Vec3::new(0.1, 1.0, 0.0), 0.3).restitution(0.3)).expect("plane");
-            let mut rng = crate::scenes::Lcg(5);
-            for i in 0..1100 {
-                let e = if i % 5 == 0 { 0.6 } else { 0.0 };
-                let body = crate::scenes::mixed_body(&mut rng, i).position(crate::scenes::rain_cell(i, side));
-                world.add_body(body.restitution(e)).expect("body");
-            }
-            let mut solver = CpuSolver::new(&world).expect("cpu");
+            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(threads)).expect("cpu");
             assert_eq!(solver.contacts_state.parallel, threads > 1);
             solver.contacts_state.run = 8;
             solver.step_many(60);
@@ -444,16 +450,7 @@ mod tests {
     fn eight_and_four_lanes_give_the_same_bits() {
         use std::sync::atomic::Ordering::Relaxed;
         let run = |four: bool| {
-            let mut world = crate::World::new(bench_desc()).expect("world");
-            let side = crate::scenes::add_container(&mut world, 1100).expect("container");
-            world.add_plane(crate::Plane::new(Vec3::new(0.1, 1.0, 0.0), 0.3).restitution(0.3)).expect("plane");
-            let mut rng = crate::scenes::Lcg(5);
-            for i in 0..1100 {
-                let e = if i % 5 == 0 { 0.6 } else { 0.0 };
-                let body = crate::scenes::mixed_body(&mut rng, i).position(crate::scenes::rain_cell(i, side));
-                world.add_body(body.restitution(e)).expect("body");
-            }
-            let mut solver = CpuSolver::new(&world).expect("cpu");
+            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(1)).expect("cpu");
             lanes::FOUR_LANES_ONLY.store(four, Relaxed);
             solver.step_many(60);
             lanes::FOUR_LANES_ONLY.store(false, Relaxed);
