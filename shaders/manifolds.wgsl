@@ -103,19 +103,24 @@ fn fresh_frame(m: ptr<function, Manifold>) {
 // How far a kept frame's anchors and lever arms may drift: FRAME_DRIFT, or FRAME_DRIFT_FRACTION
 // of the contact's size when that is less. Twin of `frame_drift` in src/cpu/contacts.rs.
 fn frame_drift(prev: Manifold) -> f32 {
-    var size = 0.0;
     if prev.count == 2u {
-        size = length3(from_array3(prev.points[1].anchor_a) - from_array3(prev.points[0].anchor_a));
-    } else if prev.count >= 3u {
+        let size = length3(from_array3(prev.points[1].anchor_a) - from_array3(prev.points[0].anchor_a));
+        return min(FRAME_DRIFT, FRAME_DRIFT_FRACTION * size);
+    }
+    if prev.count >= 3u {
         var anchors: array<vec3<f32>, 4>;
         for (var k = 0u; k < 4u; k++) {
             anchors[k] = from_array3(prev.points[k].anchor_a);
         }
-        size = sqrt(length3(anchor_plane(anchors, prev.count)));
-    } else {
-        return FRAME_DRIFT;
+        return plane_drift(anchor_plane(anchors, prev.count));
     }
-    return min(FRAME_DRIFT, FRAME_DRIFT_FRACTION * size);
+    return FRAME_DRIFT;
+}
+
+// `frame_drift` of three or four points whose anchors on A span `plane` (`anchor_plane`).
+// Twin of `plane_drift` in src/cpu/contacts.rs.
+fn plane_drift(plane: vec3<f32>) -> f32 {
+    return min(FRAME_DRIFT, FRAME_DRIFT_FRACTION * sqrt(length3(plane)));
 }
 
 // Keeps last step's contact frame of a resting pair of polytopes (normal, lever arms in the
@@ -230,14 +235,16 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
         anchors_a[k] = from_array3(prev.points[k].anchor_a);
         anchors_b[k] = from_array3(prev.points[k].anchor_b);
     }
-    let plane_a = rotate(a.orientation, anchor_plane(anchors_a, count));
+    let local_a = anchor_plane(anchors_a, count);
+    let plane_a = rotate(a.orientation, local_a);
     let plane_b = rotate(b.orientation, anchor_plane(anchors_b, count));
     if anchors_turned(plane_a, n) || anchors_turned(plane_b, n) {
         return false;
     }
     // The slide allowed: less on a small contact face.
     let allowed = min(RECYCLE_DRIFT, RECYCLE_SLIDE_FRACTION * sqrt(sqrt(dot3(plane_a, plane_a))));
-    let drift = frame_drift(prev);
+    // `frame_drift` of four points, from the plane already at hand.
+    let drift = plane_drift(local_a);
     let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
     let gravity_n = dot3(n, params.gravity) * falls;
     var r: Manifold;

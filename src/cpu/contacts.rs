@@ -744,6 +744,7 @@ pub(crate) fn frame_drift(old: &GpuManifold) -> f32 {
 }
 
 /// [`frame_drift`] of three or four points whose anchors on A span `plane` ([`anchor_plane`]).
+/// Twin of `plane_drift` in shaders/manifolds.wgsl.
 fn plane_drift(plane: Vec3) -> f32 {
     FRAME_DRIFT.min(FRAME_DRIFT_FRACTION * plane.length().sqrt())
 }
