@@ -315,7 +315,7 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
     // Only pairs of polytopes remember a face.
     var face = NO_FACE;
-    if pa.shape.kind == SHAPE_POLYTOPE && pb.shape.kind == SHAPE_POLYTOPE {
+    if pa.shape.kind >= SHAPE_POLYTOPE && pb.shape.kind >= SHAPE_POLYTOPE {
         face = previous_face(a, b);
     }
     let contact = collide_cached(pa, pb, margin, face);

@@ -692,31 +692,39 @@ fn edge_ruled_out(p: vec3<f32>, n0: vec3<f32>, n1: vec3<f32>, inside0: vec3<f32>
         || arc_max(n0, n1, w1) + (EDGE_FLOOR_SLACK * length3(w1) + EDGE_FLOOR_MIN_SLACK) <= floor;
 }
 
-// The face that kept the last `polytope_polytope` or `collide_cached` pair a margin apart (A's,
-// or B's with FACE_OF_B), or NO_FACE: set only when the caller cleared it.
-var<private> separating_face: u32 = NO_FACE;
+// The edge pair of A and B that separates most: (edge of A, edge of B), separation, and axis
+// from A towards B; separation -3.4028235e38 when none builds a Minkowski face.
+struct EdgeHit {
+    pair: vec2<u32>,
+    separation: f32,
+    axis: vec3<f32>,
+}
 
-fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
-    let radii = a.shape.radius + b.shape.radius;
-    // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
-    let fa = best_face(a, b, radii, margin);
-    if fa.value - radii >= margin {
-        separating_face = fa.face;
-        return empty_contacts(vec3<f32>(0.0));
+// The separation of A's edge `pa0`-`pa1` from B's edge `pb0`-`pb1` along their common normal
+// (pointing away from A's centre), and that normal, as an EdgeHit for `pair`; separation
+// -3.4028235e38 for near-parallel edges. Twin of `edge_separation`.
+fn edge_separation(a: Posed, pair: vec2<u32>, pa0: vec3<f32>, pa1: vec3<f32>, pb0: vec3<f32>, pb1: vec3<f32>) -> EdgeHit {
+    let raw = cross3(pa1 - pa0, pb1 - pb0);
+    let len = length3(raw);
+    if len < EDGE_PARALLEL_SIN * length3(pa1 - pa0) * length3(pb1 - pb0) {
+        return EdgeHit(pair, -3.4028235e38, vec3<f32>(0.0));
     }
-    let fb = best_face(b, a, radii, margin);
-    if fb.value - radii >= margin {
-        separating_face = fb.face | FACE_OF_B;
-        return empty_contacts(vec3<f32>(0.0));
+    var axis = raw / len;
+    if dot3(axis, pa0 - a.position) < 0.0 {
+        axis = -axis;
     }
-    // Only an edge pair that separates more than `floor` replaces the face contact; past
-    // EDGE_FLOOR_MIN_EDGES edges on B, edges of A that cannot hold one are passed over
-    // (`EdgeFloor`).
-    let floor = max(fa.value, fb.value) + EDGE_TOLERANCE;
+    return EdgeHit(pair, dot3(axis, pb0 - pa0), axis);
+}
+
+// The edge pairs that build Minkowski faces, found in B's frame; past EDGE_FLOOR_MIN_EDGES
+// edges on B, edges of A that cannot hold one separating more than `floor` are passed over
+// (judged from B's centre and its deepest point below A's face `face_a`). Twin of
+// `edge_query_dispatch` with `EdgeFloor`.
+fn edge_query(a: Posed, b: Posed, face_a: u32, floor: f32) -> EdgeHit {
     let ruling = b.shape.edge_count > EDGE_FLOOR_MIN_EDGES;
     var deepest = b.position;
     if ruling {
-        let n = face_plane(a, fa.face).n;
+        let n = face_plane(a, face_a).n;
         var depth = 3.4028235e38;
         for (var k = 0u; k < b.shape.point_count; k++) {
             let x = world_point(b, k);
@@ -726,10 +734,7 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
             }
         }
     }
-    // Edge pairs that build Minkowski faces, found in B's frame.
-    var pair = vec2<u32>(0u);
-    var sep_e = -3.4028235e38;
-    var axis_e = vec3<f32>(0.0);
+    var best = EdgeHit(vec2<u32>(0u), -3.4028235e38, vec3<f32>(0.0));
     for (var ea = 0u; ea < a.shape.edge_count; ea++) {
         let eda = edge_of(a, ea);
         let pa0 = world_point(a, eda.x);
@@ -748,25 +753,103 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
             if !is_minkowski_face(na0, na1, -nb0, -nb1) {
                 continue;
             }
-            let pb0 = world_point(b, edb.x);
-            let pb1 = world_point(b, edb.y);
-            let raw = cross3(pa1 - pa0, pb1 - pb0);
-            let len = length3(raw);
-            if len < EDGE_PARALLEL_SIN * length3(pa1 - pa0) * length3(pb1 - pb0) {
-                continue;
-            }
-            var axis = raw / len;
-            if dot3(axis, pa0 - a.position) < 0.0 {
-                axis = -axis;
-            }
-            let s = dot3(axis, pb0 - pa0);
-            if s > sep_e {
-                sep_e = s;
-                pair = vec2<u32>(ea, eb);
-                axis_e = axis;
+            let hit = edge_separation(a, vec2<u32>(ea, eb), pa0, pa1, world_point(b, edb.x), world_point(b, edb.y));
+            if hit.separation > best.separation {
+                best = hit;
             }
         }
     }
+    return best;
+}
+
+// Half of a box's extent along its axis `k` (the offset of its face `2k + 1`, `+e_k`).
+fn box_half(p: Posed, k: u32) -> f32 {
+    return geometry[p.shape.first_point + p.shape.point_count + 2u * k + 1u].w;
+}
+
+// How far a box reaches along the unit `l`, perpendicular to its axis `i`, from its centre.
+fn box_reach(p: Posed, i: u32, l: vec3<f32>) -> f32 {
+    let q = (i + 1u) % 3u;
+    let r = (i + 2u) % 3u;
+    return box_half(p, q) * abs(dot3(l, face_plane(p, 2u * q + 1u).n)) + box_half(p, r) * abs(dot3(l, face_plane(p, 2u * r + 1u).n));
+}
+
+// The edge of a box along its axis `i` furthest along `w`: edge `4 i + b_p + 2 b_q`, with
+// `b_p`, `b_q` 1 on the plus side of axes `i + 1` and `i + 2` (`Polytope::cuboid`).
+fn box_edge_along(p: Posed, i: u32, w: vec3<f32>) -> u32 {
+    let bp = select(0u, 1u, dot3(w, face_plane(p, 2u * ((i + 1u) % 3u) + 1u).n) > 0.0);
+    let bq = select(0u, 1u, dot3(w, face_plane(p, 2u * ((i + 2u) % 3u) + 1u).n) > 0.0);
+    return 4u * i + bp + 2u * bq;
+}
+
+// The edge query of two boxes from the nine axes of their edge directions: the best axis's
+// edge pair through `edge_separation`, or the general query when that pair is too nearly
+// parallel. Twin of `box_edge_query`.
+fn box_edge_query(a: Posed, b: Posed) -> EdgeHit {
+    let d = b.position - a.position;
+    var best_i = 0u;
+    var best_k = 0u;
+    var best_s = -3.4028235e38;
+    var best_l = vec3<f32>(0.0);
+    for (var i = 0u; i < 3u; i++) {
+        for (var k = 0u; k < 3u; k++) {
+            let raw = cross3(face_plane(a, 2u * i + 1u).n, face_plane(b, 2u * k + 1u).n);
+            let len = length3(raw);
+            if len < 0.99 * EDGE_PARALLEL_SIN {
+                continue;
+            }
+            let l = raw / len;
+            let along = dot3(l, d);
+            let s = abs(along) - box_reach(a, i, l) - box_reach(b, k, l);
+            if s > best_s {
+                best_i = i;
+                best_k = k;
+                best_s = s;
+                best_l = select(l, -l, along < 0.0);
+            }
+        }
+    }
+    if best_s == -3.4028235e38 {
+        return EdgeHit(vec2<u32>(0u), best_s, vec3<f32>(0.0));
+    }
+    let pair = vec2<u32>(box_edge_along(a, best_i, best_l), box_edge_along(b, best_k, -best_l));
+    let eda = edge_of(a, pair.x);
+    let edb = edge_of(b, pair.y);
+    let hit = edge_separation(a, pair, world_point(a, eda.x), world_point(a, eda.y), world_point(b, edb.x), world_point(b, edb.y));
+    if hit.separation == -3.4028235e38 {
+        return edge_query(a, b, 0u, 3.4028235e38);
+    }
+    return hit;
+}
+
+// The face that kept the last `polytope_polytope` or `collide_cached` pair a margin apart (A's,
+// or B's with FACE_OF_B), or NO_FACE: set only when the caller cleared it.
+var<private> separating_face: u32 = NO_FACE;
+
+fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
+    let radii = a.shape.radius + b.shape.radius;
+    // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
+    let fa = best_face(a, b, radii, margin);
+    if fa.value - radii >= margin {
+        separating_face = fa.face;
+        return empty_contacts(vec3<f32>(0.0));
+    }
+    let fb = best_face(b, a, radii, margin);
+    if fb.value - radii >= margin {
+        separating_face = fb.face | FACE_OF_B;
+        return empty_contacts(vec3<f32>(0.0));
+    }
+    // Only an edge pair that separates more than `floor` replaces the face contact.
+    let floor = max(fa.value, fb.value) + EDGE_TOLERANCE;
+    var hit: EdgeHit;
+    if a.shape.kind == SHAPE_BOX && b.shape.kind == SHAPE_BOX {
+        hit = box_edge_query(a, b);
+    } else {
+        hit = edge_query(a, b, fa.face, floor);
+    }
+    let pair = hit.pair;
+    let sep_e = hit.separation;
+    let axis_e = hit.axis;
     if sep_e > floor {
         var m = empty_contacts(axis_e);
         let eda = edge_of(a, pair.x);
@@ -791,8 +874,8 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
 }
 
 fn collide_ordered(a: Posed, b: Posed, margin: f32) -> Contacts {
-    let ka = a.shape.kind;
-    let kb = b.shape.kind;
+    let ka = min(a.shape.kind, SHAPE_POLYTOPE);
+    let kb = min(b.shape.kind, SHAPE_POLYTOPE);
     if ka == SHAPE_POINT && kb == SHAPE_POINT {
         return point_point(a, b, margin);
     }
@@ -825,7 +908,8 @@ fn collide_point(a: Posed, b: Posed, margin: f32) -> Contacts {
 }
 
 fn collide(a: Posed, b: Posed, margin: f32) -> Contacts {
-    if a.shape.kind > b.shape.kind {
+    // Ordered by the kind of core: a box and a hull stay in their order. Twin of `core_kind`.
+    if min(a.shape.kind, SHAPE_POLYTOPE) > min(b.shape.kind, SHAPE_POLYTOPE) {
         return flipped(collide_ordered(b, a, margin));
     }
     return collide_ordered(a, b, margin);
@@ -838,7 +922,7 @@ fn collide(a: Posed, b: Posed, margin: f32) -> Contacts {
 // `collide_cached`.
 fn collide_cached(a: Posed, b: Posed, margin: f32, face: u32) -> Contacts {
     separating_face = NO_FACE;
-    if face != NO_FACE && a.shape.kind == SHAPE_POLYTOPE && b.shape.kind == SHAPE_POLYTOPE {
+    if face != NO_FACE && a.shape.kind >= SHAPE_POLYTOPE && b.shape.kind >= SHAPE_POLYTOPE {
         var reference = a;
         var other = b;
         if (face & FACE_OF_B) != 0u {

@@ -11,7 +11,7 @@
 
 use glam::{Quat, Vec3, Vec4};
 
-use crate::layout::{GpuShape, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT};
+use crate::layout::{GpuShape, SHAPE_BOX, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT};
 use crate::math::{rotate, rotate_inv};
 
 /// Most contacts in a manifold.
@@ -131,7 +131,7 @@ impl<'a> Posed<'a> {
 
     /// How many entries [`Posed::world_into`] writes for `shape`.
     pub fn world_len(shape: &GpuShape) -> u32 {
-        if shape.kind == SHAPE_POLYTOPE { shape.point_count + shape.face_count } else { 0 }
+        if is_polytope(shape) { shape.point_count + shape.face_count } else { 0 }
     }
 
     /// The world points, then the world face planes, of a polytope into `out`, which holds
@@ -141,7 +141,7 @@ impl<'a> Posed<'a> {
     /// compares against.
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn world_into(&self, out: &mut [Vec4]) {
-        if self.shape.kind != SHAPE_POLYTOPE {
+        if !is_polytope(self.shape) {
             return;
         }
         let (points, planes) = out.split_at_mut(self.shape.point_count as usize);
@@ -294,9 +294,20 @@ impl Manifold {
     }
 }
 
+/// Whether a shape's core is a polytope (a hull or a box).
+pub(crate) fn is_polytope(shape: &GpuShape) -> bool {
+    shape.kind >= SHAPE_POLYTOPE
+}
+
+/// A shape's kind of core: [`SHAPE_POINT`], [`SHAPE_SEGMENT`] or [`SHAPE_POLYTOPE`] (boxes
+/// too). Pairs are ordered by it; a box and a hull stay in their order.
+fn core_kind(shape: &GpuShape) -> u32 {
+    shape.kind.min(SHAPE_POLYTOPE)
+}
+
 /// The contacts between two shapes whose separation is below `margin`.
 pub(crate) fn collide(a: &Posed, b: &Posed, margin: f32) -> Manifold {
-    if a.shape.kind > b.shape.kind {
+    if core_kind(a.shape) > core_kind(b.shape) {
         return collide_ordered(b, a, margin).flipped();
     }
     collide_ordered(a, b, margin)
@@ -315,7 +326,7 @@ pub(crate) const FACE_OF_B: u32 = 0x8000_0000;
 /// the face that kept them apart now, or [`NO_FACE`] (always for pairs other than two
 /// polytopes).
 pub(crate) fn collide_cached(a: &Posed, b: &Posed, margin: f32, face: u32) -> (Manifold, u32) {
-    if a.shape.kind != SHAPE_POLYTOPE || b.shape.kind != SHAPE_POLYTOPE {
+    if !is_polytope(a.shape) || !is_polytope(b.shape) {
         return (collide(a, b, margin), NO_FACE);
     }
     let radii = a.shape.radius + b.shape.radius;
@@ -345,7 +356,7 @@ pub(crate) fn collide_point(a: &Posed, b: &Posed, margin: f32) -> Manifold {
 }
 
 fn collide_ordered(a: &Posed, b: &Posed, margin: f32) -> Manifold {
-    match (a.shape.kind, b.shape.kind) {
+    match (core_kind(a.shape), core_kind(b.shape)) {
         (SHAPE_POINT, SHAPE_POINT) => point_point(a, b, margin),
         (SHAPE_POINT, SHAPE_SEGMENT) => point_segment(a, b, margin),
         (SHAPE_SEGMENT, SHAPE_SEGMENT) => segment_segment(a, b, margin),
@@ -941,6 +952,68 @@ fn edge_query_dispatch(a: &Posed, b: &Posed, floor: Option<EdgeFloor>) -> ((u32,
     }
 }
 
+/// The edge query of two boxes ([`SHAPE_BOX`]): the same answer as [`edge_query_dispatch`],
+/// found from the nine axes `u_i x v_k` of their edge directions instead of from their 144
+/// edge pairs.
+///
+/// On each axis `L` (oriented from A's centre towards B's) the two boxes separate by
+/// `|L · (c_B - c_A)| - r_A(L) - r_B(L)`, and the edge pair that realizes it is A's edge of
+/// direction `u_i` furthest along `L` and B's edge of direction `v_k` furthest along `-L`:
+/// the pair whose arcs cross at `L` on the Gauss map, which the general query finds by its
+/// Minkowski-face test. The best axis's pair then goes through [`edge_separation`], so the
+/// separation and axis are the general query's bit for bit; only near-ties between two axes
+/// (within rounding) may pick the other pair. Axes a little more nearly parallel than
+/// [`EDGE_PARALLEL_SIN`] are kept, and when the best one's pair fails [`edge_separation`]'s
+/// own test the general query answers.
+fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
+    let frame = |p: &Posed| -> ([Vec3; 3], [f32; 3]) {
+        let plus = |k: usize| p.shape.first_point + p.shape.point_count + 2 * k as u32 + 1;
+        (
+            std::array::from_fn(|k| p.face_plane(2 * k as u32 + 1).0),
+            std::array::from_fn(|k| p.geometry[plus(k) as usize].w),
+        )
+    };
+    let ((ua, ha), (ub, hb)) = (frame(a), frame(b));
+    let d = b.position - a.position;
+    let reach = |axes: &[Vec3; 3], half: &[f32; 3], i: usize, l: Vec3| {
+        let (p, q) = ((i + 1) % 3, (i + 2) % 3);
+        half[p] * l.dot(axes[p]).abs() + half[q] * l.dot(axes[q]).abs()
+    };
+    let mut best = (0, 0, f32::MIN, Vec3::ZERO);
+    for i in 0..3 {
+        for k in 0..3 {
+            let l = ua[i].cross(ub[k]);
+            let len = l.length();
+            if len < 0.99 * EDGE_PARALLEL_SIN {
+                continue;
+            }
+            let l = l / len;
+            let along = l.dot(d);
+            let s = along.abs() - reach(&ua, &ha, i, l) - reach(&ub, &hb, k, l);
+            if s > best.2 {
+                best = (i, k, s, if along < 0.0 { -l } else { l });
+            }
+        }
+    }
+    let (i, k, s, l) = best;
+    if s == f32::MIN {
+        return ((0, 0), f32::MIN, Vec3::ZERO);
+    }
+    // Edge `4 i + b_p + 2 b_q` of a box runs along its axis `i` on the plus side of axes
+    // `p = i + 1` and `q = i + 2` (mod 3) where `b_p` and `b_q` are 1 (`Polytope::cuboid`).
+    let edge = |axes: &[Vec3; 3], i: usize, w: Vec3| {
+        let side = |m: usize| u32::from(w.dot(axes[(i + m) % 3]) > 0.0);
+        4 * i as u32 + side(1) + 2 * side(2)
+    };
+    let (ea, eb) = (edge(&ua, i, l), edge(&ub, k, -l));
+    let ([a0, a1, _, _], [b0, b1, _, _]) = (a.edge(ea), b.edge(eb));
+    let (pa0, pa1, pb0, pb1) = (a.point(a0), a.point(a1), b.point(b0), b.point(b1));
+    match edge_separation(a, pa0, pa1, (pa1 - pa0).length(), pb0, pb1 - pb0, (pb1 - pb0).length()) {
+        Some((s, axis)) => ((ea, eb), s, axis),
+        None => edge_query_dispatch(a, b, None),
+    }
+}
+
 /// [`edge_query`] for shapes too large for its arrays: every product where it is used.
 fn edge_query_uncached(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     let (mut edge_pair, mut sep_e, mut axis_e) = ((0, 0), f32::MIN, Vec3::ZERO);
@@ -1025,8 +1098,12 @@ fn polytope_contacts(
     let ((face_a, sep_a), (face_b, sep_b)) = (best_a, best_b);
     // Only an edge pair that separates more than this replaces the face contact.
     let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
-    let ruling = (b.shape.edge_count > EDGE_FLOOR_MIN_EDGES).then(|| EdgeFloor::new(a, b, face_a, floor));
-    let (edge_pair, sep_e, axis_e) = edge_query_dispatch(a, b, ruling);
+    let (edge_pair, sep_e, axis_e) = if a.shape.kind == SHAPE_BOX && b.shape.kind == SHAPE_BOX {
+        box_edge_query(a, b)
+    } else {
+        let ruling = (b.shape.edge_count > EDGE_FLOOR_MIN_EDGES).then(|| EdgeFloor::new(a, b, face_a, floor));
+        edge_query_dispatch(a, b, ruling)
+    };
     let mut m = Manifold::default();
 
     if sep_e > sep_a.max(sep_b) + EDGE_TOLERANCE {
@@ -1646,6 +1723,63 @@ mod tests {
             apart += usize::from(slow.1 > 0.0);
         }
         assert!(passed_over > 1000 && apart > 50, "{passed_over} faces passed over, {apart} pairs apart");
+    }
+
+    /// The nine-axis query of two boxes gives the general edge query's answer: over random
+    /// boxes near and overlapping, flush boxes turned by tiny angles far from the origin, and
+    /// the pyramid's two boxes, both say "an edge pair beats the faces" for the same pairs, and
+    /// then give the same separation and axis bit for bit, and the same pair unless another
+    /// pair separates by as much within rounding.
+    #[test]
+    fn the_box_query_finds_the_general_edge_pair() {
+        let mut rng = crate::scenes::Lcg(29);
+        let (mut edges_decide, mut faces_decide, mut other_pair) = (0, 0, 0);
+        for trial in 0..1500 {
+            let flush = trial % 3 == 0;
+            let mut size = || Vec3::new(rng.range(0.2, 0.8), rng.range(0.2, 0.8), rng.range(0.2, 0.8));
+            let (sa, sb) =
+                if trial % 5 == 0 { (unit_box(), unit_box()) } else { (Shape::cuboid(size()), Shape::cuboid(size())) };
+            let (pa, pb, qa, qb) = if flush {
+                let scale = [1e-5, 1e-4, 1e-3, 1e-2][trial / 3 % 4];
+                let mut tiny = || {
+                    Quat::from_scaled_axis(
+                        Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()) * scale,
+                    )
+                };
+                let (qa, qb) = (tiny(), tiny());
+                let mut offset = Vec3::new(rng.range(-0.3, 0.3), rng.range(-0.3, 0.3), rng.range(-0.3, 0.3));
+                offset[trial / 12 % 3] = 1.0 + rng.range(-0.01, 0.002);
+                let pa = Vec3::new(rng.range(-40.0, 40.0), rng.range(0.0, 10.0), rng.range(-40.0, 40.0));
+                (pa, pa + offset, qa, qb)
+            } else {
+                let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.4, 0.9);
+                (Vec3::ZERO, pb, qa, qb)
+            };
+            let (_, (boxes, general, floor, kinds)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
+                let radii = a.shape.radius + b.shape.radius;
+                let (_, sep_a) = best_face(a, b, radii, f32::MAX);
+                let (_, sep_b) = best_face(b, a, radii, f32::MAX);
+                let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
+                (box_edge_query(a, b), edge_query_dispatch(a, b, None), floor, (a.shape.kind, b.shape.kind))
+            });
+            assert_eq!(kinds, (SHAPE_BOX, SHAPE_BOX));
+            assert_eq!(boxes.1 > floor, general.1 > floor, "trial {trial}: {boxes:?} vs {general:?} over {floor}");
+            if general.1 <= floor {
+                faces_decide += 1;
+                continue;
+            }
+            edges_decide += 1;
+            if boxes.0 != general.0 {
+                assert!((boxes.1 - general.1).abs() < 1e-5, "trial {trial}: {boxes:?} vs {general:?}");
+                other_pair += 1;
+                continue;
+            }
+            let bits =
+                |(pair, s, axis): ((u32, u32), f32, Vec3)| (pair, s.to_bits(), axis.to_array().map(f32::to_bits));
+            assert_eq!(bits(boxes), bits(general), "trial {trial}");
+        }
+        assert!(edges_decide > 300 && faces_decide > 300, "{edges_decide} decided by edges, {faces_decide} by faces");
+        assert!(other_pair < 10, "{other_pair} near-ties");
     }
 
     #[test]

@@ -79,8 +79,11 @@ const _: () = assert!(size_of::<GpuBodyProps>() == 48);
 pub const SHAPE_POINT: u32 = 0;
 /// `kind` of a shape whose core is a segment (a capsule).
 pub const SHAPE_SEGMENT: u32 = 1;
-/// `kind` of a shape whose core is a polytope with faces and edges (a box or a hull).
+/// `kind` of a shape whose core is a polytope with faces and edges (a hull).
 pub const SHAPE_POLYTOPE: u32 = 2;
+/// `kind` of a box: a polytope ([`SHAPE_POLYTOPE`] and up are polytopes) in the layout of
+/// [`crate::polytope::Polytope::cuboid`], which the narrow phase's box queries read directly.
+pub const SHAPE_BOX: u32 = 3;
 
 /// A shape, shared by every body that has it, in its principal frame about its centre of mass.
 /// Its data lives in two tables: `geometry` (vec4) holds the core points, then for a polytope
@@ -105,7 +108,7 @@ pub struct GpuShape {
     pub edge_count: u32,
     /// Radius swept around the core, m.
     pub radius: f32,
-    /// [`SHAPE_POINT`], [`SHAPE_SEGMENT`] or [`SHAPE_POLYTOPE`].
+    /// [`SHAPE_POINT`], [`SHAPE_SEGMENT`], [`SHAPE_POLYTOPE`] or [`SHAPE_BOX`].
     pub kind: u32,
 }
 const _: () = assert!(size_of::<GpuShape>() == 32);
@@ -763,6 +766,8 @@ impl ShapeTables {
             shape.core_points().iter().map(|v| rotate(to_principal, *v - mp.local_center_of_mass)).collect();
         let mut key: Vec<u32> = core.iter().flat_map(|v| v.to_array().map(f32::to_bits)).collect();
         key.push(shape.radius().to_bits());
+        // A box and a hull of the same corners differ in layout (`SHAPE_BOX`).
+        key.push(u32::from(matches!(shape, Shape::Cuboid { .. })));
         if let Some(&index) = self.index.get(&key) {
             return index;
         }
@@ -771,6 +776,7 @@ impl ShapeTables {
         let first_point = self.geometry.len() as u32;
         let first_topology = self.topology.len() as u32;
         let kind = match (&polytope, core.len()) {
+            (Some(_), _) if matches!(shape, Shape::Cuboid { .. }) => SHAPE_BOX,
             (Some(_), _) => SHAPE_POLYTOPE,
             (None, 1) => SHAPE_POINT,
             (None, _) => SHAPE_SEGMENT,

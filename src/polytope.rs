@@ -130,6 +130,52 @@ impl Polytope {
         Self { vertices, faces, edges }
     }
 
+    /// The box with these half extents in the layout the box queries of the narrow phase
+    /// read without searching (`collide::box_edge_query`):
+    /// - vertex `v` is at `(±x, ±y, ±z)`, with bit `k` of `v` set for the plus sign on axis
+    ///   `k` (the order of [`crate::Shape::core_points`]);
+    /// - face `2k` has normal `-e_k` and face `2k + 1` has `+e_k`;
+    /// - edge `4k + b_i + 2 b_j` runs along `+e_k` on the side `b_i` of axis `i = (k + 1) % 3`
+    ///   and `b_j` of axis `j = (k + 2) % 3` (bit 1: the plus side).
+    pub fn cuboid(half_extents: Vec3) -> Self {
+        let vertices: Vec<Vec3> = (0..8u32)
+            .map(|v| Vec3::from_array(std::array::from_fn(|k| if v >> k & 1 == 1 { 1.0 } else { -1.0 })) * half_extents)
+            .collect();
+        let faces = (0..6u32)
+            .map(|f| {
+                let (k, plus) = ((f / 2) as usize, f % 2 == 1);
+                let (p, q) = ((k + 1) % 3, (k + 2) % 3);
+                // Counter-clockwise seen from outside: `e_p x e_q = e_k`, so (p, q) turns
+                // positively seen from `+e_k` and the other way seen from `-e_k`.
+                let turn: [(u32, u32); 4] =
+                    if plus { [(0, 0), (1, 0), (1, 1), (0, 1)] } else { [(0, 0), (0, 1), (1, 1), (1, 0)] };
+                let side = u32::from(plus) << k;
+                let mut normal = Vec3::ZERO;
+                normal[k] = if plus { 1.0 } else { -1.0 };
+                Face {
+                    normal,
+                    offset: half_extents[k],
+                    vertices: turn.map(|(bp, bq)| side | bp << p | bq << q).to_vec(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let edges = (0..12u32)
+            .map(|e| {
+                let (k, bi, bj) = (e / 4, e & 1, e >> 1 & 1);
+                let (i, j) = ((k + 1) % 3, (k + 2) % 3);
+                let a = bi << i | bj << j;
+                let b = a | 1 << k;
+                let runs = |f: u32| {
+                    let l = &faces[f as usize].vertices;
+                    (0..4).any(|n| l[n] == a && l[(n + 1) % 4] == b)
+                };
+                let (fi, fj) = (2 * i + bi, 2 * j + bj);
+                Edge { a, b, faces: if runs(fi) { [fi, fj] } else { [fj, fi] } }
+            })
+            .collect();
+        Self { vertices, faces, edges }
+    }
+
     /// The same polytope with every vertex mapped by `f` (a rigid motion) and the face planes
     /// recomputed.
     pub fn mapped(&self, rotation: glam::Quat, translation: Vec3) -> Self {
@@ -180,6 +226,40 @@ mod tests {
             let (f0, f1) = (&p.faces[e.faces[0] as usize], &p.faces[e.faces[1] as usize]);
             assert!(f0.vertices.contains(&e.a) && f0.vertices.contains(&e.b));
             assert!(f1.vertices.contains(&e.a) && f1.vertices.contains(&e.b));
+        }
+    }
+
+    /// The box layout is the box's hull: the same vertices, and the same faces and edges
+    /// (each face's loop a rotation of the hull's, each edge with the same faces on its sides),
+    /// numbered as `Polytope::cuboid` says.
+    #[test]
+    fn the_box_layout_is_the_boxs_hull_renumbered() {
+        let e = Vec3::new(1.0, 2.0, 3.0);
+        let (b, hull) = (
+            Polytope::cuboid(e),
+            Polytope::from_hull(&ConvexHull::from_points(&Shape::cuboid(e).core_points()).unwrap()),
+        );
+        assert_eq!(b.vertices, hull.vertices);
+        let same_loop = |x: &[u32], y: &[u32]| (0..4).any(|r| (0..4).all(|n| x[n] == y[(n + r) % 4]));
+        let hull_face =
+            |f: &Face| hull.faces.iter().position(|g| g.normal == f.normal && same_loop(&g.vertices, &f.vertices));
+        let map: Vec<usize> = b.faces.iter().map(|f| hull_face(f).expect("a face of the hull")).collect();
+        for (f, face) in b.faces.iter().enumerate() {
+            assert_eq!(face.normal[f / 2], if f % 2 == 1 { 1.0 } else { -1.0 });
+            assert_eq!(face.offset, e[f / 2]);
+        }
+        for (n, edge) in b.edges.iter().enumerate() {
+            let (k, bi, bj) = (n / 4, n & 1, n >> 1 & 1);
+            let (va, vb) = (b.vertices[edge.a as usize], b.vertices[edge.b as usize]);
+            assert_eq!(vb - va, Vec3::from_array(std::array::from_fn(|m| if m == k { 2.0 * e[k] } else { 0.0 })));
+            assert_eq!((va[(k + 1) % 3] > 0.0, va[(k + 2) % 3] > 0.0), (bi == 1, bj == 1));
+            let twin =
+                hull.edges.iter().find(|h| (h.a, h.b) == (edge.a, edge.b) || (h.a, h.b) == (edge.b, edge.a)).unwrap();
+            let faces = edge.faces.map(|f| map[f as usize] as u32);
+            assert!(faces == twin.faces || faces == [twin.faces[1], twin.faces[0]]);
+            // Face 0 runs a -> b.
+            let l = &b.faces[edge.faces[0] as usize].vertices;
+            assert!((0..4).any(|m| l[m] == edge.a && l[(m + 1) % 4] == edge.b), "edge {n}");
         }
     }
 

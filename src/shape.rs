@@ -119,10 +119,7 @@ impl Shape {
     /// capsules, whose cores are a point and a segment.
     pub fn polytope(&self) -> Option<crate::polytope::Polytope> {
         match self {
-            Self::Cuboid { .. } => {
-                let hull = ConvexHull::from_points(&self.core_points()).expect("a validated box has volume");
-                Some(crate::polytope::Polytope::from_hull(&hull))
-            }
+            Self::Cuboid { half_extents } => Some(crate::polytope::Polytope::cuboid(*half_extents)),
             Self::ConvexHull(hull) => Some(crate::polytope::Polytope::from_hull(hull)),
             Self::Sphere { .. } | Self::Capsule { .. } => None,
         }

@@ -593,7 +593,7 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         cs.groups_start.clear();
         for shape in w.shapes {
             cs.groups_start.push(cs.groups.len() as u32);
-            if shape.kind == crate::layout::SHAPE_POLYTOPE {
+            if crate::collide::is_polytope(shape) {
                 Posed::local_groups(shape, w.geometry, &mut cs.groups);
             }
         }
@@ -2253,8 +2253,8 @@ mod tests {
             let (shapes, geometry, topology) = (&solver.shapes, &solver.geometry, &solver.topology);
             odd |= shapes
                 .iter()
-                .any(|s| s.kind == crate::layout::SHAPE_POLYTOPE && (s.point_count % 4 != 0 || s.face_count % 4 != 0));
-            for sh in shapes.iter().filter(|s| s.kind == crate::layout::SHAPE_POLYTOPE) {
+                .any(|s| crate::collide::is_polytope(s) && (s.point_count % 4 != 0 || s.face_count % 4 != 0));
+            for sh in shapes.iter().filter(|s| crate::collide::is_polytope(s)) {
                 for _ in 0..10 {
                     let mut v = || Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
                     let (position, axis) = (10.0 * v(), v().normalize());

@@ -10,7 +10,7 @@ use crate::collide::{
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
 use crate::layout::{
-    KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
+    KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_BOX, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
 use crate::particles::{
@@ -125,6 +125,7 @@ pub fn header() -> String {
          const SHAPE_POINT: u32 = {SHAPE_POINT}u;\n\
          const SHAPE_SEGMENT: u32 = {SHAPE_SEGMENT}u;\n\
          const SHAPE_POLYTOPE: u32 = {SHAPE_POLYTOPE}u;\n\
+         const SHAPE_BOX: u32 = {SHAPE_BOX}u;\n\
          const MAX_CLIP_POINTS: u32 = {MAX_CLIP_POINTS}u;\n\
          const EDGE_TOLERANCE: f32 = {EDGE_TOLERANCE:?};\n\
          const EDGE_PARALLEL_SIN: f32 = {EDGE_PARALLEL_SIN:?};\n\
