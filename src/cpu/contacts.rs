@@ -105,9 +105,13 @@ pub(crate) struct ContactState {
     pass_out: Vec<[Vec3; 4]>,
     /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`.
     pair_faces: Vec<u32>,
-    /// Per candidate pair, what the narrow phase found: a manifold when `count > 0`, and the
-    /// face that keeps it apart now or `NO_FACE`.
-    collided: Vec<(GpuManifold, u32)>,
+    /// Per candidate pair, what the narrow phase found: whether it touches, and the face that
+    /// keeps it apart now or `NO_FACE`.
+    collided: Vec<(bool, u32)>,
+    /// Per candidate pair, its manifold, written only where the pair touches (the others keep
+    /// whatever an earlier step left: 384 bytes a pair not written for the many pairs that a
+    /// face keeps apart). Only grows.
+    collided_manifolds: Vec<GpuManifold>,
     /// Per run of sorted grid items, the broad phase's pairs before the merge.
     pair_runs: Vec<Vec<GpuPair>>,
     /// Whether the stages split their work over the worker threads of the solver's pool
@@ -628,26 +632,46 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
         });
     }
     // Each pair on its own (split over threads), then the results in pair order.
-    let mut collided = std::mem::take(&mut cs.collided);
+    let (mut collided, mut manifolds) = (std::mem::take(&mut cs.collided), std::mem::take(&mut cs.collided_manifolds));
+    let count = cs.pairs.len();
+    if manifolds.len() < count {
+        manifolds.resize(count, GpuManifold::default());
+    }
+    collided.clear();
+    collided.resize(count, (false, NO_FACE));
     let cs_read = &*cs;
-    super::fill_indexed(&mut collided, cs.pairs.len(), cs.parallel, 64, |k| {
-        collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k], cs_read.pair_old[k])
-    });
-    for (pair, &(m, face)) in cs.pairs.iter().zip(&collided) {
+    let one = |(k, (m, out)): (usize, (&mut GpuManifold, &mut (bool, u32)))| {
+        *out = collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k], cs_read.pair_old[k], m);
+    };
+    if cs.parallel {
+        use rayon::prelude::*;
+        manifolds[..count].par_iter_mut().zip(&mut collided).enumerate().with_min_len(64).for_each(one);
+    } else {
+        manifolds[..count].iter_mut().zip(&mut collided).enumerate().for_each(one);
+    }
+    for ((pair, &(touching, face)), m) in cs.pairs.iter().zip(&collided).zip(&manifolds) {
         if face != NO_FACE {
             cs.separated.push((*pair, face));
         }
-        if m.count > 0 {
-            cs.manifolds.push(m);
+        if touching {
+            cs.manifolds.push(*m);
         }
     }
-    cs.collided = collided;
+    (cs.collided, cs.collided_manifolds) = (collided, manifolds);
 }
 
-/// The manifold of one candidate pair (`count` 0: no contact) with its warm start, and the
-/// face that keeps it apart or `NO_FACE`; `face` is last step's, `old` the index of last step's
-/// manifold of the pair in `cs.previous` or `u32::MAX`.
-fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32, old: u32) -> (GpuManifold, u32) {
+/// Whether one candidate pair touches, with its manifold and warm start then written to `out`
+/// (else `out` is left as it was), and the face that keeps it apart or `NO_FACE`; `face` is
+/// last step's, `old` the index of last step's manifold of the pair in `cs.previous` or
+/// `u32::MAX`.
+fn collide_pair(
+    w: &BodyView,
+    cs: &ContactState,
+    pair: GpuPair,
+    face: u32,
+    old: u32,
+    out: &mut GpuManifold,
+) -> (bool, u32) {
     let p = w.params;
     let (a, b) = (pair.a as usize, pair.b as usize);
     let cached = |i: usize| {
@@ -668,11 +692,12 @@ fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32, old: 
         && let Some(mut m) = recycle(p, old, ba, bb, margin, falls)
     {
         warm_start(old, &mut m, p.warm_start_scale);
-        return (m, NO_FACE);
+        *out = m;
+        return (true, NO_FACE);
     }
     let (contact, face) = collide_cached(&pa, &pb, margin, face);
     if contact.count == 0 {
-        return (GpuManifold::default(), face);
+        return (false, face);
     }
     let n = contact.normal;
     let gravity_n = n.dot(p.gravity) * falls;
@@ -708,7 +733,8 @@ fn collide_pair(w: &BodyView, cs: &ContactState, pair: GpuPair, face: u32, old: 
     if let Some(old) = old {
         warm_start(old, &mut m, p.warm_start_scale);
     }
-    (m, face)
+    *out = m;
+    (true, face)
 }
 
 /// Takes a new contact frame for a polytope manifold as the narrow phase found it (cores on
