@@ -50,7 +50,9 @@ fn previous_face(a: u32, b: u32) -> u32 {
 }
 
 // Per body: the AABB of its core points swept by its radius, grown by half the speculative
-// distance and by how far it can travel in a step; the per-body counters cleared.
+// distance and by how far it can travel in a step, with its spin margin (min's w) and its
+// bounding sphere's radius about the centre (max's w, the CPU's `shape_reach` plus the radius);
+// the per-body counters cleared.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -85,6 +87,8 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     work[w + 4u] = bitcast<u32>(mx.x);
     work[w + 5u] = bitcast<u32>(mx.y);
     work[w + 6u] = bitcast<u32>(mx.z);
+    // The bounding sphere's radius about the centre, for the narrow phase's first test.
+    work[w + 7u] = bitcast<u32>(reach + sh.radius);
     atomicStore(&counters[i], 0u);
     atomicStore(&counters[params.body_count + i], 0u);
     if work_layout.brute_force != 0u {
@@ -313,6 +317,14 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let pa = Posed(shapes[props[a].shape], ba.position, ba.orientation);
     let pb = Posed(shapes[props[b].shape], bb.position, bb.orientation);
     let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
+    // Bounding spheres a margin apart: no contact, and no face to remember.
+    let sphere_a = bitcast<f32>(work[work_layout.aabbs + 8u * a + 7u]);
+    let sphere_b = bitcast<f32>(work[work_layout.aabbs + 8u * b + 7u]);
+    if length3(bb.position - ba.position) - sphere_a - sphere_b >= margin {
+        work[work_layout.faces + p] = NO_FACE;
+        work[work_layout.flags + p] = 0u;
+        return;
+    }
     // Only pairs of polytopes remember a face.
     var face = NO_FACE;
     if pa.shape.kind >= SHAPE_POLYTOPE && pb.shape.kind >= SHAPE_POLYTOPE {

@@ -331,12 +331,13 @@ fn cpu_and_gpu_narrow_phases_agree_pair_by_pair() {
 }
 
 /// The face that kept a pair of polytopes apart is tried first in the next step, on both paths
-/// (`collide_cached` and its WGSL twin): 600 pairs of a box and a hull, spinning at 2 to 4 rad/s
-/// without gravity, their bounding spheres 15 cm apart along a diagonal (so their boxes overlap
-/// and they are candidate pairs, but they never touch), so that some faces keep their pair apart
-/// step after step and others stop doing so. After each of 12 steps both paths hold the same
+/// (`collide_cached` and its WGSL twin): 600 pairs of a thin box and a hull without gravity,
+/// 8 cm apart along the box's thin axis, the hull spinning at 2 to 4 rad/s and the box at
+/// 0.2 rad/s (too slowly to close the gap in the test's 12 steps): their bounding spheres
+/// overlap, so the narrow phase sees them, but they never touch, and some faces keep their pair
+/// apart step after step while others stop doing so. After each step both paths hold the same
 /// separated pairs with the same faces (a remembered face and the face a full scan meets first
-/// usually differ: a GPU that ignores the memory differs in 38 pairs after the second step).
+/// usually differ: a GPU that ignores the memory differs in 20 pairs after the second step).
 /// Rounding may tip a face at the margin, and a face that differs once is remembered: at most
 /// 10 pairs a step may differ (none do on lavapipe).
 #[test]
@@ -347,19 +348,28 @@ fn cpu_and_gpu_remember_the_same_separating_faces() {
     let points: Vec<Vec3> = signorini::scenes::bench_hull_points().iter().map(|p| *p * 0.15).collect();
     let hull = Shape::convex_hull(&points).unwrap();
     let hull_reach = points.iter().map(|p| p.length()).fold(0.0, f32::max);
+    let direction = |rng: &mut signorini::scenes::Lcg| {
+        Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize()
+    };
     for pair in 0..600u32 {
         let site = Vec3::new((pair % 25) as f32, 0.0, (pair / 25) as f32) * 3.0;
-        let half = Vec3::new(rng.range(0.1, 0.3), rng.range(0.1, 0.3), rng.range(0.1, 0.3));
-        let signs = Vec3::new(rng.next_centered().signum(), rng.next_centered().signum(), rng.next_centered().signum());
-        let offset = signs.normalize() * (hull_reach + half.length() + 0.15);
-        let spin = |rng: &mut signorini::scenes::Lcg| {
-            Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize() * rng.range(2.0, 4.0)
-        };
-        let (sa, sb) =
-            if pair % 2 == 0 { (Shape::cuboid(half), hull.clone()) } else { (hull.clone(), Shape::cuboid(half)) };
-        for (shape, at) in [(sa, site), (sb, site + offset)] {
-            let body = RigidBodyDesc::dynamic(shape).position(at).orientation(rng.rotation());
-            world.add_body(body.angular_velocity(spin(&mut rng))).unwrap();
+        let half = Vec3::new(0.1, rng.range(0.15, 0.3), rng.range(0.15, 0.3));
+        let turn = rng.rotation();
+        // Along the box's thin axis: the hull's reach and the box's half thickness, and 8 cm.
+        let offset = turn * Vec3::X * (hull_reach + half.x + 0.08);
+        let bodies = [
+            RigidBodyDesc::dynamic(Shape::cuboid(half))
+                .position(site)
+                .orientation(turn)
+                .angular_velocity(direction(&mut rng) * 0.2),
+            RigidBodyDesc::dynamic(hull.clone())
+                .position(site + offset)
+                .orientation(rng.rotation())
+                .angular_velocity(direction(&mut rng) * rng.range(2.0, 4.0)),
+        ];
+        let [first, second] = bodies;
+        for body in if pair % 2 == 0 { [first, second] } else { [second, first] } {
+            world.add_body(body).unwrap();
         }
     }
     let mut cpu = CpuSolver::new(&world).unwrap();
@@ -387,6 +397,71 @@ fn cpu_and_gpu_remember_the_same_separating_faces() {
     assert!(
         kept > separated / 2 && separated - kept > 12 * 30,
         "{kept} of {separated} faces kept from the step before"
+    );
+}
+
+/// Candidate pairs whose bounding spheres are a margin apart go no further on either path: no
+/// contact and no face to remember. 500 pairs of a box and a hull at rest without gravity, their
+/// spheres from 6 cm overlapping to 6 cm apart along a random direction (the pair margin is the
+/// 2 cm speculative distance), so that their boxes overlap: after one step both paths leave the
+/// same pairs without contact or face (at most 2 differ, by rounding at the margin), the same
+/// pairs with a face, and the same pairs in contact.
+#[test]
+fn cpu_and_gpu_pass_over_the_same_pairs_by_their_bounding_spheres() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut world = World::new(WorldDesc { gravity: Vec3::ZERO, ..WorldDesc::default() }).unwrap();
+    let mut rng = signorini::scenes::Lcg(43);
+    let points: Vec<Vec3> = signorini::scenes::bench_hull_points().iter().map(|p| *p * 0.15).collect();
+    let hull = Shape::convex_hull(&points).unwrap();
+    let hull_reach = points.iter().map(|p| p.length()).fold(0.0, f32::max);
+    for pair in 0..500u32 {
+        let site = Vec3::new((pair % 25) as f32, 0.0, (pair / 25) as f32) * 3.0;
+        let half = Vec3::new(rng.range(0.1, 0.3), rng.range(0.1, 0.3), rng.range(0.1, 0.3));
+        let towards = Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered()).normalize();
+        let offset = towards * (hull_reach + half.length() + rng.range(-0.06, 0.06));
+        world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).position(site).orientation(rng.rotation())).unwrap();
+        world
+            .add_body(RigidBodyDesc::dynamic(hull.clone()).position(site + offset).orientation(rng.rotation()))
+            .unwrap();
+    }
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+    cpu.step();
+    gpu.step();
+    // Per path: the pairs passed over, those with a face, those in contact.
+    let split = |pairs: Vec<[u32; 2]>, faces: Vec<([u32; 2], u32)>, touching: Vec<[u32; 2]>| {
+        let with_face: Vec<[u32; 2]> = faces.iter().map(|(p, _)| *p).collect();
+        let passed: Vec<[u32; 2]> =
+            pairs.into_iter().filter(|p| !with_face.contains(p) && !touching.contains(p)).collect();
+        (passed, with_face, touching)
+    };
+    let (a_passed, a_faces, a_touching) = split(
+        cpu.candidate_pairs(),
+        cpu.separating_faces(),
+        cpu.manifolds().iter().map(|m| [m.body_a, m.body_b]).collect(),
+    );
+    let (g_passed, g_faces, g_touching) = split(
+        gpu.candidate_pairs().unwrap(),
+        gpu.separating_faces().unwrap(),
+        gpu.manifolds().unwrap().iter().map(|m| [m.body_a, m.body_b]).collect(),
+    );
+    let differ = |x: &[[u32; 2]], y: &[[u32; 2]]| {
+        x.iter().filter(|p| !y.contains(p)).count() + y.iter().filter(|p| !x.contains(p)).count()
+    };
+    assert!(
+        differ(&a_passed, &g_passed) <= 2,
+        "passed over: {} on the CPU, {} on the GPU",
+        a_passed.len(),
+        g_passed.len()
+    );
+    assert!(differ(&a_faces, &g_faces) <= 2, "with a face: {} on the CPU, {} on the GPU", a_faces.len(), g_faces.len());
+    assert!(differ(&a_touching, &g_touching) <= 2, "in contact: {} and {}", a_touching.len(), g_touching.len());
+    assert!(
+        a_passed.len() > 50 && a_faces.len() > 50 && a_touching.len() > 20,
+        "{} passed over, {} with a face, {} in contact",
+        a_passed.len(),
+        a_faces.len(),
+        a_touching.len()
     );
 }
 

@@ -695,6 +695,13 @@ fn collide_pair(
         *out = m;
         return (true, NO_FACE);
     }
+    // Bounding spheres a margin apart: no contact, and no face to remember. (The separating
+    // axes of two sharp polytopes apart may report less than their distance, and so an early
+    // speculative contact; this drops those whose true distance is at least the margin.)
+    let reach = |i: usize, posed: &Posed| cs.shape_reach[w.props[i].shape as usize] + posed.shape.radius;
+    if (bb.position - ba.position).length() - reach(a, &pa) - reach(b, &pb) >= margin {
+        return (false, NO_FACE);
+    }
     let (contact, face) = collide_cached(&pa, &pb, margin, face);
     if contact.count == 0 {
         return (false, face);
