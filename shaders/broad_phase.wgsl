@@ -246,8 +246,18 @@ fn overlaps(a: u32, b: u32) -> bool {
     return lo_b.x <= hi_a.x && lo_a.x <= hi_b.x && lo_b.y <= hi_a.y && lo_a.y <= hi_b.y && lo_b.z <= hi_a.z && lo_a.z <= hi_b.z;
 }
 
+// Whether two bodies' bounding spheres come within their pair margin (past it no contact can
+// be, however their grown boxes overlap). Twin of `spheres_within_margin`.
+fn spheres_within_margin(a: u32, b: u32) -> bool {
+    let ba = bodies[a];
+    let bb = bodies[b];
+    let sphere_a = bitcast<f32>(work[work_layout.aabbs + 8u * a + 7u]);
+    let sphere_b = bitcast<f32>(work[work_layout.aabbs + 8u * b + 7u]);
+    return length3(bb.position - ba.position) - sphere_a - sphere_b < pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
+}
+
 fn is_pair(a: u32, b: u32) -> bool {
-    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b);
+    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b) && spheres_within_margin(a, b);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -317,14 +327,6 @@ fn collide_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let pa = Posed(shapes[props[a].shape], ba.position, ba.orientation);
     let pb = Posed(shapes[props[b].shape], bb.position, bb.orientation);
     let margin = pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
-    // Bounding spheres a margin apart: no contact, and no face to remember.
-    let sphere_a = bitcast<f32>(work[work_layout.aabbs + 8u * a + 7u]);
-    let sphere_b = bitcast<f32>(work[work_layout.aabbs + 8u * b + 7u]);
-    if length3(bb.position - ba.position) - sphere_a - sphere_b >= margin {
-        work[work_layout.faces + p] = NO_FACE;
-        work[work_layout.flags + p] = 0u;
-        return;
-    }
     // Only pairs of polytopes remember a face.
     var face = NO_FACE;
     if pa.shape.kind >= SHAPE_POLYTOPE && pb.shape.kind >= SHAPE_POLYTOPE {

@@ -497,7 +497,25 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
 fn overlaps(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
     let (lo_i, hi_i, lo_j, hi_j) =
         (cs.aabb_min[i].truncate(), cs.aabb_max[i], cs.aabb_min[j].truncate(), cs.aabb_max[j]);
-    lo_j.cmple(hi_i).all() && lo_i.cmple(hi_j).all() && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
+    lo_j.cmple(hi_i).all()
+        && lo_i.cmple(hi_j).all()
+        && (dynamic(&w.props[i]) || dynamic(&w.props[j]))
+        && spheres_within_margin(w, cs, i, j)
+}
+
+/// Whether two bodies' bounding spheres (about their centres, `ContactState::shape_reach` plus
+/// the radius) come within their pair margin ([`pair_margin`]): past it no contact can be,
+/// however the boxes grown by each body's travel overlap (bodies falling together travel far
+/// and close nothing). Symmetric in `i` and `j`, bit for bit. Twin of `spheres_within_margin`
+/// in shaders/broad_phase.wgsl.
+fn spheres_within_margin(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
+    let (a, b) = (&w.bodies[i], &w.bodies[j]);
+    let sphere = |k: usize| {
+        let shape = w.props[k].shape as usize;
+        cs.shape_reach[shape] + w.shapes[shape].radius
+    };
+    let margin = pair_margin(w.params, a, b, cs.aabb_min[i].w, cs.aabb_min[j].w);
+    (b.position - a.position).length() - sphere(i) - sphere(j) < margin
 }
 
 /// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
@@ -539,7 +557,10 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>)
                         while hits != 0 {
                             let o = cs.sorted[4 * g + hits.trailing_zeros() as usize];
                             hits &= hits - 1;
-                            if o.body > i && (me.dynamic || o.dynamic) {
+                            if o.body > i
+                                && (me.dynamic || o.dynamic)
+                                && spheres_within_margin(w, cs, iu, o.body as usize)
+                            {
                                 out.push(GpuPair { a: i, b: o.body });
                             }
                         }
@@ -694,13 +715,6 @@ fn collide_pair(
         warm_start(old, &mut m, p.warm_start_scale);
         *out = m;
         return (true, NO_FACE);
-    }
-    // Bounding spheres a margin apart: no contact, and no face to remember. (The separating
-    // axes of two sharp polytopes apart may report less than their distance, and so an early
-    // speculative contact; this drops those whose true distance is at least the margin.)
-    let reach = |i: usize, posed: &Posed| cs.shape_reach[w.props[i].shape as usize] + posed.shape.radius;
-    if (bb.position - ba.position).length() - reach(a, &pa) - reach(b, &pb) >= margin {
-        return (false, NO_FACE);
     }
     let (contact, face) = collide_cached(&pa, &pb, margin, face);
     if contact.count == 0 {
