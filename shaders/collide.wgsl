@@ -719,7 +719,8 @@ fn edge_separation(a: Posed, pair: vec2<u32>, pa0: vec3<f32>, pa1: vec3<f32>, pb
 // The edge pairs that build Minkowski faces, found in B's frame; past EDGE_FLOOR_MIN_EDGES
 // edges on B, edges of A that cannot hold one separating more than `floor` are passed over
 // (judged from B's centre and its deepest point below A's face `face_a`). Twin of
-// `edge_query_dispatch` with `EdgeFloor`.
+// `edge_query_dispatch` with `EdgeFloor` (the CPU also passes over B's edges that cannot hold
+// one, and tests A's edges by a cheaper bound first: the same answer whenever it decides).
 fn edge_query(a: Posed, b: Posed, face_a: u32, floor: f32) -> EdgeHit {
     let ruling = b.shape.edge_count > EDGE_FLOOR_MIN_EDGES;
     var deepest = b.position;

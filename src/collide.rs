@@ -749,34 +749,52 @@ fn is_minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -
 /// [`is_minkowski_face`] runs on four edges of B at once without a branch; only the few edge
 /// pairs that build a face go on one by one. The same products in the same order, so the same
 /// pairs as [`edge_query_uncached`], bit for bit.
+///
+/// With floors, edges that cannot hold a pair separating more than the floor are passed over:
+/// A's by `floor` (an [`EdgeFloor`] of A against B), B's by `floor_b` (of B against A: along
+/// `-u`, on the arc of B's edge, the separation is at most `-u · (x - q)` for `q` on B's edge
+/// and `x` inside A), so that only B's remaining edges are laid out and scanned, in their
+/// order. The answer is then the full query's whenever it separates more than the floor.
 fn edge_query<const F: usize, const E: usize, const G: usize>(
     a: &Posed,
     b: &Posed,
     floor: Option<EdgeFloor>,
+    floor_b: Option<EdgeFloor>,
 ) -> ((u32, u32), f32, Vec3) {
     let (a_faces, b_edges) = (a.shape.face_count as usize, b.shape.edge_count as usize);
     let mut a_normals = [Vec3::ZERO; F];
     for (f, n) in a_normals[..a_faces].iter_mut().enumerate() {
         *n = rotate_inv(b.orientation, a.face_plane(f as u32).0);
     }
-    // Per group of four edges of B: the x, y and z of the negated normals of their first
+    // Per group of four kept edges of B: the x, y and z of the negated normals of their first
     // faces (`c`), of their second faces (`d`) and of their arcs `d x c`. Lanes past the last
-    // edge stay zero, so their products are zero and they never pass.
+    // kept edge stay zero, so their products are zero and they never pass.
     let mut lanes = [[Vec4::ZERO; 9]; G];
-    // B's edges in the world: first point, direction and length, read once each.
-    let mut b_segments = [(Vec3::ZERO, Vec3::ZERO, 0.0_f32); E];
-    for (eb, segment) in b_segments[..b_edges].iter_mut().enumerate() {
+    // B's kept edges: their numbers, and in the world their first point, direction and
+    // length, read once each.
+    let (mut b_numbers, mut b_segments) = ([0_u32; E], [(Vec3::ZERO, Vec3::ZERO, 0.0_f32); E]);
+    let (mut kept, mut ruled_out) = (0, 0);
+    for eb in 0..b_edges {
+        if let Some(floor_b) = &floor_b
+            && eb % 4 == 0
+        {
+            ruled_out = floor_b.rules_out4(b, eb as u32);
+        }
+        if ruled_out >> (eb % 4) & 1 == 1 {
+            continue;
+        }
         let [b0, b1, fb0, fb1] = b.edge(eb as u32);
         let (c, d) = (-b.local_face_normal(fb0), -b.local_face_normal(fb1));
         let arc = d.cross(c);
-        let (group, lane) = (&mut lanes[eb / 4], eb % 4);
+        let (group, lane) = (&mut lanes[kept / 4], kept % 4);
         for (axis, (x, y, z)) in [(c.x, d.x, arc.x), (c.y, d.y, arc.y), (c.z, d.z, arc.z)].into_iter().enumerate() {
             group[axis][lane] = x;
             group[3 + axis][lane] = y;
             group[6 + axis][lane] = z;
         }
         let (pb0, pb1) = (b.point(b0), b.point(b1));
-        *segment = (pb0, pb1 - pb0, (pb1 - pb0).length());
+        (b_numbers[kept], b_segments[kept]) = (eb as u32, (pb0, pb1 - pb0, (pb1 - pb0).length()));
+        kept += 1;
     }
     let mut best = ((0, 0), f32::MIN, Vec3::ZERO);
     let mut batch = EdgeBatch::default();
@@ -798,7 +816,7 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
         let ((vx, vy, vz), (ax, ay, az), (bx, by, bz)) = (splat(na1xna0), splat(na0), splat(na1));
         let (mut pa0, mut pa1, mut len_a) = (Vec3::ZERO, Vec3::ZERO, 0.0);
         let mut points_read = false;
-        for (g, [cx, cy, cz, dx, dy, dz, ex, ey, ez]) in lanes[..b_edges.div_ceil(4)].iter().enumerate() {
+        for (g, [cx, cy, cz, dx, dy, dz, ex, ey, ez]) in lanes[..kept.div_ceil(4)].iter().enumerate() {
             // `is_minkowski_face` on four edges of B at once, each dot product as `Vec3::dot`
             // computes it: `c · (b x a)`, `d · (b x a)`, `a · (d x c)`, `b · (d x c)`.
             let cba = *cx * vx + *cy * vy + *cz * vz;
@@ -810,14 +828,22 @@ fn edge_query<const F: usize, const E: usize, const G: usize>(
             while faces != 0 {
                 let lane = faces.trailing_zeros() as usize;
                 faces &= faces - 1;
-                let eb = 4 * g + lane;
+                let slot = 4 * g + lane;
                 if !points_read {
                     (pa0, pa1) = (a.point(a0), a.point(a1));
                     len_a = (pa1 - pa0).length();
                     points_read = true;
                 }
-                let (pb0, along_b, len_b) = b_segments[eb];
-                batch.push(EdgeCandidate { pair: (ea, eb as u32), pa0, da: pa1 - pa0, len_a, pb0, along_b, len_b });
+                let (pb0, along_b, len_b) = b_segments[slot];
+                batch.push(EdgeCandidate {
+                    pair: (ea, b_numbers[slot]),
+                    pa0,
+                    da: pa1 - pa0,
+                    len_a,
+                    pb0,
+                    along_b,
+                    len_b,
+                });
                 if batch.count == 4 {
                     batch.flush(a, &mut best);
                 }
@@ -1030,14 +1056,19 @@ fn arc_max(n0: Vec3, n1: Vec3, w: Vec3) -> f32 {
 
 /// [`edge_query`] with the smallest arrays that hold A's faces and B's edges (boxes:
 /// 6 and 12), or [`edge_query_uncached`] past the largest.
-fn edge_query_dispatch(a: &Posed, b: &Posed, floor: Option<EdgeFloor>) -> ((u32, u32), f32, Vec3) {
+fn edge_query_dispatch(
+    a: &Posed,
+    b: &Posed,
+    floor: Option<EdgeFloor>,
+    floor_b: Option<EdgeFloor>,
+) -> ((u32, u32), f32, Vec3) {
     let (faces, edges) = (a.shape.face_count, b.shape.edge_count);
     if faces <= 8 && edges <= 12 {
-        edge_query::<8, 12, 3>(a, b, floor)
+        edge_query::<8, 12, 3>(a, b, floor, floor_b)
     } else if faces <= 32 && edges <= 48 {
-        edge_query::<32, 48, 12>(a, b, floor)
+        edge_query::<32, 48, 12>(a, b, floor, floor_b)
     } else if faces <= 128 && edges <= 192 {
-        edge_query::<128, 192, 48>(a, b, floor)
+        edge_query::<128, 192, 48>(a, b, floor, floor_b)
     } else {
         edge_query_uncached(a, b)
     }
@@ -1101,7 +1132,7 @@ fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     let (pa0, pa1, pb0, pb1) = (a.point(a0), a.point(a1), b.point(b0), b.point(b1));
     match edge_separation(a, pa0, pa1, (pa1 - pa0).length(), pb0, pb1 - pb0, (pb1 - pb0).length()) {
         Some((s, axis)) => ((ea, eb), s, axis),
-        None => edge_query_dispatch(a, b, None),
+        None => edge_query_dispatch(a, b, None, None),
     }
 }
 
@@ -1193,7 +1224,9 @@ fn polytope_contacts(
         box_edge_query(a, b)
     } else {
         let ruling = (b.shape.edge_count > EDGE_FLOOR_MIN_EDGES).then(|| EdgeFloor::new(a, b, face_a, floor));
-        edge_query_dispatch(a, b, ruling)
+        let ruling_b = (a.shape.edge_count > EDGE_FLOOR_MIN_EDGES && b.shape.edge_count > EDGE_FLOOR_MIN_EDGES)
+            .then(|| EdgeFloor::new(b, a, face_b, floor));
+        edge_query_dispatch(a, b, ruling, ruling_b)
     };
     let mut m = Manifold::default();
 
@@ -1748,10 +1781,11 @@ mod tests {
             let (manifold, (full, pruned, floor)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
                 let radii = a.shape.radius + b.shape.radius;
                 let (face_a, sep_a) = best_face(a, b, radii, f32::MAX);
-                let (_, sep_b) = best_face(b, a, radii, f32::MAX);
+                let (face_b, sep_b) = best_face(b, a, radii, f32::MAX);
                 let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
-                let pruned = edge_query_dispatch(a, b, Some(EdgeFloor::new(a, b, face_a, floor)));
-                (edge_query_dispatch(a, b, None), pruned, floor)
+                let (floor_a, floor_b) = (EdgeFloor::new(a, b, face_a, floor), EdgeFloor::new(b, a, face_b, floor));
+                let pruned = edge_query_dispatch(a, b, Some(floor_a), Some(floor_b));
+                (edge_query_dispatch(a, b, None, None), pruned, floor)
             });
             if trial == 0 {
                 assert_eq!(manifold.count, 4, "the pyramid's boxes keep their face contacts: {manifold:?}");
@@ -1903,7 +1937,7 @@ mod tests {
                 let (_, sep_a) = best_face(a, b, radii, f32::MAX);
                 let (_, sep_b) = best_face(b, a, radii, f32::MAX);
                 let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
-                (box_edge_query(a, b), edge_query_dispatch(a, b, None), floor, (a.shape.kind, b.shape.kind))
+                (box_edge_query(a, b), edge_query_dispatch(a, b, None, None), floor, (a.shape.kind, b.shape.kind))
             });
             assert_eq!(kinds, (SHAPE_BOX, SHAPE_BOX));
             assert_eq!(boxes.1 > floor, general.1 > floor, "trial {trial}: {boxes:?} vs {general:?} over {floor}");
@@ -1934,7 +1968,11 @@ mod tests {
             let (sa, sb) = (shapes[trial % 3].clone(), shapes[(trial / 3) % 3].clone());
             let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.5, 1.0);
             let (uncached, dispatched, wide) = contacts_and(sa, Vec3::ZERO, qa, sb, pb, qb, |a, b| {
-                (edge_query_uncached(a, b), edge_query_dispatch(a, b, None), edge_query::<128, 192, 48>(a, b, None))
+                (
+                    edge_query_uncached(a, b),
+                    edge_query_dispatch(a, b, None, None),
+                    edge_query::<128, 192, 48>(a, b, None, None),
+                )
             })
             .1;
             let bits =
