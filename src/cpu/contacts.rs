@@ -2242,6 +2242,66 @@ mod tests {
         );
     }
 
+    /// Position integration in four and in eight lanes gives bit for bit the poses and motions
+    /// of the one-body code, for bodies turning slowly and fast, and leaves static ones alone;
+    /// a group with a body turning past the exponential map's direct range is left unwritten
+    /// (for the one-body code, which halves the angle first).
+    #[test]
+    fn lane_position_integration_matches_one_body_at_a_time() {
+        use crate::layout::{GpuBodyProps, GpuSolverBody, KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC};
+        let world = crate::scenes::box_pile(crate::scenes::bench_desc(), 10, 1).unwrap();
+        let p = StepParams::new(&world, 0);
+        let mut rng = crate::scenes::Lcg(9);
+        let (mut bodies, mut solver_bodies, mut props) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..96 {
+            let mut v = || Vec3::new(rng.next_centered(), rng.next_centered(), rng.next_centered());
+            let (position, lv, w, axis, moved) = (100.0 * v(), 10.0 * v(), v(), v(), v());
+            // One group of eight in three has a body turning past the direct range.
+            let w = if k % 24 == 5 { 2.0 / p.h * w.normalize() } else { 150.0 * w };
+            let orientation = Quat::from_axis_angle(axis.normalize(), 3.0 * axis.x);
+            bodies.push(GpuBody {
+                position,
+                orientation,
+                linear_velocity: lv,
+                angular_velocity: w,
+                ..Default::default()
+            });
+            let delta_rotation = Quat::from_axis_angle(moved.normalize(), 0.1 * moved.y);
+            solver_bodies.push(GpuSolverBody { delta_position: moved, delta_rotation, ..GpuSolverBody::at_rest() });
+            let kind = [KIND_DYNAMIC, KIND_DYNAMIC, KIND_STATIC, KIND_KINEMATIC][k % 4];
+            props.push(GpuBodyProps { kind, ..Default::default() });
+        }
+        let (mut one, mut one_s) = (bodies.clone(), solver_bodies.clone());
+        for ((b, sb), pr) in one.iter_mut().zip(&mut one_s).zip(&props) {
+            super::super::stages::integrate_position(&p, b, sb, pr);
+        }
+        let changed = one.iter().zip(&bodies).filter(|(x, y)| x != y).count();
+        assert_eq!(changed, 96 * 3 / 4, "the dynamic and kinematic bodies, and only they, moved");
+        for width in [4, 8] {
+            let (mut lanes, mut lanes_s, mut refused) = (bodies.clone(), solver_bodies.clone(), 0);
+            for ((b, sb), pr) in lanes.chunks_mut(width).zip(lanes_s.chunks_mut(width)).zip(props.chunks(width)) {
+                let done = if width == 8 {
+                    super::super::lanes::integrate_positions8(p.h, b, sb, pr)
+                } else {
+                    super::super::lanes::integrate_positions4(p.h, b, sb, pr)
+                };
+                if !done {
+                    refused += 1;
+                    for ((b, sb), pr) in b.iter_mut().zip(sb.iter_mut()).zip(pr) {
+                        super::super::stages::integrate_position(&p, b, sb, pr);
+                    }
+                }
+            }
+            assert_eq!(refused, 4, "width {width}: {refused} groups refused");
+            assert_eq!(bytemuck::cast_slice::<_, u32>(&one), bytemuck::cast_slice::<_, u32>(&lanes), "width {width}");
+            assert_eq!(
+                bytemuck::cast_slice::<_, u32>(&one_s),
+                bytemuck::cast_slice::<_, u32>(&lanes_s),
+                "width {width}"
+            );
+        }
+    }
+
     /// Velocity integration in four and in eight lanes gives bit for bit the velocities of the
     /// one-body code, for dynamic bodies of uneven inertia (the gyroscopic Newton steps at work),
     /// damped, some spinning past the rotation cap, and leaves static and kinematic ones alone.

@@ -28,7 +28,9 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
 use super::contacts::{Geometry, Motion, Prepared, Soft};
-use crate::layout::{GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, StepParams};
+use crate::layout::{
+    GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
+};
 use crate::math::{rotate, tangent_basis};
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
@@ -930,6 +932,82 @@ fn integrate<L: Lanes>(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyP
     }
 }
 
+/// [`crate::math::quat_mul`] in each lane.
+#[inline(always)]
+fn quat_mul<L: Lanes>(a: &Q4<L>, b: &Q4<L>) -> Q4<L> {
+    let (a, b, aw, bw) = (a.u, b.u, a.w, b.w);
+    Q4 {
+        u: V3 {
+            x: aw * b.x + a.x * bw + a.y * b.z - a.z * b.y,
+            y: aw * b.y - a.x * b.z + a.y * bw + a.z * b.x,
+            z: aw * b.z + a.x * b.y - a.y * b.x + a.z * bw,
+        },
+        w: aw * bw - a.x * b.x - a.y * b.y - a.z * b.z,
+    }
+}
+
+/// [`crate::math::quat_normalize`] in each lane.
+#[inline(always)]
+fn quat_normalize<L: Lanes>(q: &Q4<L>) -> Q4<L> {
+    let inv = L::splat(1.0) / (q.u.x * q.u.x + q.u.y * q.u.y + q.u.z * q.u.z + q.w * q.w).sqrt();
+    Q4 { u: q.u.scale(inv), w: q.w * inv }
+}
+
+/// `stages::integrate_positions` for `L::N` bodies at once, one per lane: the same arithmetic
+/// in the same order, so the same bits; static bodies are not written. The exponential map
+/// runs its series directly, so when a lane turns by more than its range in the substep (the
+/// scalar code then halves the angle first) nothing is written and this returns `false`, for
+/// the caller to move those bodies one at a time.
+#[inline(always)]
+fn integrate_positions<L: Lanes>(
+    h: f32,
+    bodies: &mut [GpuBody],
+    solver_bodies: &mut [GpuSolverBody],
+    props: &[GpuBodyProps],
+) -> bool {
+    let (bodies, solver_bodies, props) = (&mut bodies[..L::N], &mut solver_bodies[..L::N], &props[..L::N]);
+    let hl = L::splat(h);
+    let theta = V3::gather(|l| bodies[l].angular_velocity).scale(hl);
+    let half = L::splat(0.5) * theta.dot(theta).sqrt();
+    let beyond = half.gt(L::splat(crate::math::EXP_MAP_MAX_HALF_ANGLE));
+    let beyond = L::select(beyond, L::splat(1.0), L::splat(0.0)).to_array();
+    if (0..L::N).any(|l| beyond[l] != 0.0) {
+        return false;
+    }
+    // `quat_exp` without halvings: sin(x)/x and cos(x) by Horner, the vector part
+    // `theta * (sinc * 0.5 / 1)`.
+    let x2 = half * half;
+    // (No closures here: a closure is a function of its own, compiled without AVX.)
+    let one = L::splat(1.0);
+    let sinc = one
+        + x2 * (L::splat(-1.0 / 6.0)
+            + x2 * (L::splat(1.0 / 120.0) + x2 * (L::splat(-1.0 / 5040.0) + x2 * L::splat(1.0 / 362_880.0))));
+    let cos = one
+        + x2 * (L::splat(-0.5)
+            + x2 * (L::splat(1.0 / 24.0) + x2 * (L::splat(-1.0 / 720.0) + x2 * L::splat(1.0 / 40_320.0))));
+    let scale = sinc * L::splat(0.5) / one;
+    let dq = Q4 { u: theta.scale(scale), w: cos };
+    let dx = V3::gather(|l| bodies[l].linear_velocity).scale(hl);
+    let position = V3::gather(|l| bodies[l].position).add(dx);
+    let orientation = quat_normalize(&quat_mul(&dq, &Q4::gather(|l| bodies[l].orientation)));
+    let delta_position = V3::gather(|l| solver_bodies[l].delta_position).add(dx);
+    let delta_rotation = quat_normalize(&quat_mul(&dq, &Q4::gather(|l| solver_bodies[l].delta_rotation)));
+    let (position, delta_position) = (position.to_arrays(), delta_position.to_arrays());
+    let (orientation_u, delta_u) = (orientation.u.to_arrays(), delta_rotation.u.to_arrays());
+    let (orientation_w, delta_w) = (orientation.w.to_array(), delta_rotation.w.to_array());
+    for (l, ((b, sb), pr)) in bodies.iter_mut().zip(solver_bodies.iter_mut()).zip(props).enumerate() {
+        if pr.kind == KIND_STATIC {
+            continue;
+        }
+        let (u, du) = (lane(&orientation_u, l), lane(&delta_u, l));
+        b.position = lane(&position, l);
+        b.orientation = Quat::from_xyzw(u.x, u.y, u.z, orientation_w[l]);
+        sb.delta_position = lane(&delta_position, l);
+        sb.delta_rotation = Quat::from_xyzw(du.x, du.y, du.z, delta_w[l]);
+    }
+    true
+}
+
 /// A polytope's world points (`position + rotate(q, p)`, `w` zero) then world face planes (the
 /// turned normal and `offset + n · position`) from its `points` and `planes` in its frame,
 /// `L::N` at a time, the rest one by one: `Posed::world_into`'s arithmetic, so the same bits.
@@ -1083,6 +1161,49 @@ pub(super) fn integrate8(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBod
 #[target_feature(enable = "avx")]
 fn integrate8_avx(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
     integrate::<avx::F8>(p, bodies, props);
+}
+
+/// [`integrate_positions`] of four bodies.
+pub(super) fn integrate_positions4(
+    h: f32,
+    bodies: &mut [GpuBody],
+    solver_bodies: &mut [GpuSolverBody],
+    props: &[GpuBodyProps],
+) -> bool {
+    integrate_positions::<Vec4>(h, bodies, solver_bodies, props)
+}
+
+/// [`integrate_positions`] of eight bodies: in the eight lanes of an AVX register where the
+/// processor has AVX, else four at a time; the same bits either way.
+pub(super) fn integrate_positions8(
+    h: f32,
+    bodies: &mut [GpuBody],
+    solver_bodies: &mut [GpuSolverBody],
+    props: &[GpuBodyProps],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: the processor has AVX.
+        return unsafe { integrate_positions8_avx(h, bodies, solver_bodies, props) };
+    }
+    // Both halves or neither: the caller moves all eight one at a time on `false`.
+    let in_range = |b: &GpuBody| 0.5 * (h * b.angular_velocity).length() <= crate::math::EXP_MAP_MAX_HALF_ANGLE;
+    if !bodies[..8].iter().all(in_range) {
+        return false;
+    }
+    let ((low, high), (low_s, high_s)) = (bodies.split_at_mut(4), solver_bodies.split_at_mut(4));
+    integrate_positions4(h, low, low_s, &props[..4]) && integrate_positions4(h, high, high_s, &props[4..8])
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn integrate_positions8_avx(
+    h: f32,
+    bodies: &mut [GpuBody],
+    solver_bodies: &mut [GpuSolverBody],
+    props: &[GpuBodyProps],
+) -> bool {
+    integrate_positions::<avx::F8>(h, bodies, solver_bodies, props)
 }
 
 /// [`world`]: eight at a time in an AVX register where the processor has AVX, else four in a

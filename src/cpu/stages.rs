@@ -262,23 +262,47 @@ pub(crate) fn integrate_velocity(p: &StepParams, b: &mut GpuBody, pr: &GpuBodyPr
 pub(crate) fn integrate_positions(buf: &mut Buffers) {
     let p = buf.params;
     let n = p.body_count as usize;
-    let one = |((b, sb), pr): ((&mut GpuBody, &mut GpuSolverBody), &GpuBodyProps)| {
-        if pr.kind == KIND_STATIC {
+    let one = |((b, sb), pr): ((&mut GpuBody, &mut GpuSolverBody), &GpuBodyProps)| integrate_position(p, b, sb, pr);
+    // Eight or four bodies at a time in SIMD lanes (the same bits), the rest, and any group
+    // turning past the exponential map's direct range, one by one.
+    let eight = |((bodies, solver_bodies), props): ((&mut [GpuBody], &mut [GpuSolverBody]), &[GpuBodyProps])| {
+        if bodies.len() == 8 && super::lanes::integrate_positions8(p.h, bodies, solver_bodies, props) {
             return;
         }
-        let dx = p.h * b.linear_velocity;
-        let dq = quat_exp(p.h * b.angular_velocity);
-        b.position += dx;
-        b.orientation = quat_normalize(quat_mul(dq, b.orientation));
-        sb.delta_position += dx;
-        sb.delta_rotation = quat_normalize(quat_mul(dq, sb.delta_rotation));
+        for ((bodies, solver_bodies), props) in
+            bodies.chunks_mut(4).zip(solver_bodies.chunks_mut(4)).zip(props.chunks(4))
+        {
+            if bodies.len() == 4 && super::lanes::integrate_positions4(p.h, bodies, solver_bodies, props) {
+                continue;
+            }
+            bodies.iter_mut().zip(solver_bodies).zip(props).for_each(one);
+        }
     };
     let (bodies, solver_bodies, props) = (&mut buf.bodies[..n], &mut buf.solver_bodies[..n], &buf.props[..n]);
     if buf.parallel {
-        bodies.par_iter_mut().zip(solver_bodies).zip(props).with_min_len(PARALLEL_BODIES).for_each(one);
+        bodies
+            .par_chunks_mut(8)
+            .zip(solver_bodies.par_chunks_mut(8))
+            .zip(props.par_chunks(8))
+            .with_min_len(PARALLEL_BODIES / 8)
+            .for_each(eight);
     } else {
-        bodies.iter_mut().zip(solver_bodies).zip(props).for_each(one);
+        bodies.chunks_mut(8).zip(solver_bodies.chunks_mut(8)).zip(props.chunks(8)).for_each(eight);
     }
+}
+
+/// [`integrate_positions`] for one body (nothing for a static one): its pose and its motion
+/// since the start of the step move by one substep of its velocities.
+pub(crate) fn integrate_position(p: &StepParams, b: &mut GpuBody, sb: &mut GpuSolverBody, pr: &GpuBodyProps) {
+    if pr.kind == KIND_STATIC {
+        return;
+    }
+    let dx = p.h * b.linear_velocity;
+    let dq = quat_exp(p.h * b.angular_velocity);
+    b.position += dx;
+    b.orientation = quat_normalize(quat_mul(dq, b.orientation));
+    sb.delta_position += dx;
+    sb.delta_rotation = quat_normalize(quat_mul(dq, sb.delta_rotation));
 }
 
 /// A body's velocity while its contacts are being solved.
