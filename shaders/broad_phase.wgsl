@@ -87,7 +87,7 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     work[w + 4u] = bitcast<u32>(mx.x);
     work[w + 5u] = bitcast<u32>(mx.y);
     work[w + 6u] = bitcast<u32>(mx.z);
-    // The bounding sphere's radius about the centre, for the narrow phase's first test.
+    // The bounding sphere's radius about the centre, for `spheres_within_margin`.
     work[w + 7u] = bitcast<u32>(reach + sh.radius);
     atomicStore(&counters[i], 0u);
     atomicStore(&counters[params.body_count + i], 0u);
@@ -253,7 +253,7 @@ fn spheres_within_margin(a: u32, b: u32) -> bool {
     let bb = bodies[b];
     let sphere_a = bitcast<f32>(work[work_layout.aabbs + 8u * a + 7u]);
     let sphere_b = bitcast<f32>(work[work_layout.aabbs + 8u * b + 7u]);
-    return length3(bb.position - ba.position) - sphere_a - sphere_b < pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
+    return length3(bb.position - ba.position) - (sphere_a + sphere_b) < pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
 }
 
 fn is_pair(a: u32, b: u32) -> bool {

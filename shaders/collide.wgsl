@@ -716,13 +716,13 @@ fn edge_separation(a: Posed, pair: vec2<u32>, pa0: vec3<f32>, pa1: vec3<f32>, pb
     return EdgeHit(pair, dot3(axis, pb0 - pa0), axis);
 }
 
-// The edge pairs that build Minkowski faces, found in B's frame; past EDGE_FLOOR_MIN_EDGES
-// edges on B, edges of A that cannot hold one separating more than `floor` are passed over
-// (judged from B's centre and its deepest point below A's face `face_a`). Twin of
+// The edge pairs that build Minkowski faces, found in B's frame; with `may_rule` and past
+// EDGE_FLOOR_MIN_EDGES edges on B, edges of A that cannot hold one separating more than `floor`
+// are passed over (judged from B's centre and its deepest point below A's face `face_a`). Twin of
 // `edge_query_dispatch` with `EdgeFloor` (the CPU also passes over B's edges that cannot hold
 // one, and tests A's edges by a cheaper bound first: the same answer whenever it decides).
-fn edge_query(a: Posed, b: Posed, face_a: u32, floor: f32) -> EdgeHit {
-    let ruling = b.shape.edge_count > EDGE_FLOOR_MIN_EDGES;
+fn edge_query(a: Posed, b: Posed, face_a: u32, floor: f32, may_rule: bool) -> EdgeHit {
+    let ruling = may_rule && b.shape.edge_count > EDGE_FLOOR_MIN_EDGES;
     var deepest = b.position;
     if ruling {
         let n = face_plane(a, face_a).n;
@@ -818,7 +818,7 @@ fn box_edge_query(a: Posed, b: Posed) -> EdgeHit {
     let edb = edge_of(b, pair.y);
     let hit = edge_separation(a, pair, world_point(a, eda.x), world_point(a, eda.y), world_point(b, edb.x), world_point(b, edb.y));
     if hit.separation == -3.4028235e38 {
-        return edge_query(a, b, 0u, 3.4028235e38);
+        return edge_query(a, b, 0u, 3.4028235e38, false);
     }
     return hit;
 }
@@ -846,7 +846,7 @@ fn polytope_polytope(a: Posed, b: Posed, margin: f32) -> Contacts {
     if a.shape.kind == SHAPE_BOX && b.shape.kind == SHAPE_BOX {
         hit = box_edge_query(a, b);
     } else {
-        hit = edge_query(a, b, fa.face, floor);
+        hit = edge_query(a, b, fa.face, floor, true);
     }
     let pair = hit.pair;
     let sep_e = hit.separation;
@@ -939,6 +939,6 @@ fn collide_cached(a: Posed, b: Posed, margin: f32, face: u32) -> Contacts {
             }
         }
     }
-    // Two polytopes go to `polytope_polytope` (equal kinds: no flip), which sets the face.
+    // Two polytopes go to `polytope_polytope` (equal core kinds: no flip), which sets the face.
     return collide(a, b, margin);
 }

@@ -919,7 +919,8 @@ impl EdgeBatch {
 
 /// What lets [`edge_query`] pass over an edge of A without testing it against B's edges: the
 /// separation an edge pair must exceed to matter (`floor`), and two points inside B's core
-/// (its centre, and its deepest point below A's best face). Along an edge pair's axis `u`,
+/// (its centre, and its deepest point below A's best face). The same with the shapes swapped
+/// passes over B's edges (see [`edge_query`]). Along an edge pair's axis `u`,
 /// which lies on the arc of A's edge between its two face normals, the pair separates by
 /// `u · (b - p)` for the point `b` of B that is lowest along `u` and `p` on A's edge, so by at
 /// most `u · (x - p)` for any point `x` of B's core: when the largest of those over the arc is
@@ -1054,8 +1055,8 @@ fn arc_max(n0: Vec3, n1: Vec3, w: Vec3) -> f32 {
     if n0.cross(wp).dot(m) >= 0.0 && wp.cross(n1).dot(m) >= 0.0 { wp.length() } else { n0.dot(w).max(n1.dot(w)) }
 }
 
-/// [`edge_query`] with the smallest arrays that hold A's faces and B's edges (boxes:
-/// 6 and 12), or [`edge_query_uncached`] past the largest.
+/// [`edge_query`] with the smallest arrays that hold A's faces and B's edges (a box: 6 and
+/// 12; two boxes go to [`box_edge_query`] first), or [`edge_query_uncached`] past the largest.
 fn edge_query_dispatch(
     a: &Posed,
     b: &Posed,
@@ -1739,16 +1740,16 @@ mod tests {
         assert!(remembered > 50 && touching > 50, "{remembered} separated by a face, {touching} touching");
     }
 
-    /// The edges of A that [`EdgeFloor`] passes over never hold the pair that decides the
-    /// contact: over random poses of boxes and hulls, near and overlapping, and flush boxes a
-    /// fraction of a milliradian apart (where near-parallel edges used to decide), the query
-    /// with the floor says "an edge pair beats the faces" exactly when the full one does, with
-    /// the same pair, separation and axis.
+    /// The edges of A and of B that [`EdgeFloor`]s pass over never hold the pair that decides
+    /// the contact: over random poses of boxes and hulls, near and overlapping, and flush boxes
+    /// a fraction of a milliradian apart (where near-parallel edges used to decide), the query
+    /// with both floors says "an edge pair beats the faces" exactly when the full one does, with
+    /// the same pair, separation and axis; and B's floor does pass over edges.
     #[test]
     fn edges_below_the_floor_never_decide_the_contact() {
         let shapes = polytopes();
         let mut rng = crate::scenes::Lcg(23);
-        let (mut edges_decide, mut faces_decide) = (0, 0);
+        let (mut edges_decide, mut faces_decide, mut b_edges_ruled) = (0, 0, 0);
         for trial in 0..600 {
             let flush = trial % 4 == 0;
             let (sa, sb, pa, pb, qa, qb) = if trial == 0 {
@@ -1778,15 +1779,18 @@ mod tests {
                 let (pb, qa, qb) = random_pose(&mut rng, &sa, &sb, 0.4, 0.9);
                 (sa, sb, Vec3::ZERO, pb, qa, qb)
             };
-            let (manifold, (full, pruned, floor)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
+            let (manifold, (full, pruned, floor, b_ruled)) = contacts_and(sa, pa, qa, sb, pb, qb, |a, b| {
                 let radii = a.shape.radius + b.shape.radius;
                 let (face_a, sep_a) = best_face(a, b, radii, f32::MAX);
                 let (face_b, sep_b) = best_face(b, a, radii, f32::MAX);
                 let floor = sep_a.max(sep_b) + EDGE_TOLERANCE;
                 let (floor_a, floor_b) = (EdgeFloor::new(a, b, face_a, floor), EdgeFloor::new(b, a, face_b, floor));
+                let b_ruled =
+                    (0..b.shape.edge_count).filter(|&e| floor_b.rules_out4(b, e / 4 * 4) >> (e % 4) & 1 == 1).count();
                 let pruned = edge_query_dispatch(a, b, Some(floor_a), Some(floor_b));
-                (edge_query_dispatch(a, b, None, None), pruned, floor)
+                (edge_query_dispatch(a, b, None, None), pruned, floor, b_ruled)
             });
+            b_edges_ruled += b_ruled;
             if trial == 0 {
                 assert_eq!(manifold.count, 4, "the pyramid's boxes keep their face contacts: {manifold:?}");
             }
@@ -1800,6 +1804,7 @@ mod tests {
                 faces_decide += 1;
             }
         }
+        assert!(b_edges_ruled > 1000, "the floor of B against A passed over {b_edges_ruled} of B's edges");
         assert!(edges_decide > 50 && faces_decide > 50, "{edges_decide} decided by edges, {faces_decide} by faces");
     }
 

@@ -367,7 +367,8 @@ fn body_bounds(
 
 /// AABBs of every body (core points swept by the radius) grown by a margin of half the
 /// speculative distance plus the distance the body can travel in a step, then every pair
-/// whose boxes overlap and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
+/// whose boxes overlap, whose bounding spheres come within the pair margin
+/// ([`spheres_within_margin`]) and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
 /// grid over sorted cell keys and a list of large bodies (see [`GridSpec`]), or every pair in a
 /// tiny scene. The GPU runs the same grid with a radix sort and sorts its pairs; both produce
 /// exactly this list.
@@ -506,8 +507,9 @@ fn overlaps(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
 /// Whether two bodies' bounding spheres (about their centres, `ContactState::shape_reach` plus
 /// the radius) come within their pair margin ([`pair_margin`]): past it no contact can be,
 /// however the boxes grown by each body's travel overlap (bodies falling together travel far
-/// and close nothing). Symmetric in `i` and `j`, bit for bit. Twin of `spheres_within_margin`
-/// in shaders/broad_phase.wgsl.
+/// and close nothing). Symmetric in `i` and `j`, bit for bit (`pair_margin` is, and the radii
+/// are summed before they are taken off). Twin of `spheres_within_margin` in
+/// shaders/broad_phase.wgsl.
 fn spheres_within_margin(w: &BodyView, cs: &ContactState, i: usize, j: usize) -> bool {
     let (a, b) = (&w.bodies[i], &w.bodies[j]);
     let sphere = |k: usize| {
@@ -515,7 +517,7 @@ fn spheres_within_margin(w: &BodyView, cs: &ContactState, i: usize, j: usize) ->
         cs.shape_reach[shape] + w.shapes[shape].radius
     };
     let margin = pair_margin(w.params, a, b, cs.aabb_min[i].w, cs.aabb_min[j].w);
-    (b.position - a.position).length() - sphere(i) - sphere(j) < margin
+    (b.position - a.position).length() - (sphere(i) + sphere(j)) < margin
 }
 
 /// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
