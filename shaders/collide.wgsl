@@ -75,7 +75,16 @@ fn core_bounds(p: Posed) -> array<vec3<f32>, 2> {
     return array<vec3<f32>, 2>(lo, hi);
 }
 
+// The smallest `d . x` over the core's points, world; a box's from its axes and half extents
+// (`d . centre - sum h_k |d . e_k|`). Twin of `Posed::min_along`.
 fn min_along(p: Posed, d: vec3<f32>) -> f32 {
+    if p.shape.kind == SHAPE_BOX {
+        let plus = p.shape.first_point + p.shape.point_count;
+        let r0 = geometry[plus + 1u].w * abs(dot3(d, face_plane(p, 1u).n));
+        let r1 = geometry[plus + 3u].w * abs(dot3(d, face_plane(p, 3u).n));
+        let r2 = geometry[plus + 5u].w * abs(dot3(d, face_plane(p, 5u).n));
+        return dot3(d, p.position) - (r0 + r1 + r2);
+    }
     let local = rotate_inv(p.orientation, d);
     var best = 3.4028235e38;
     for (var k = 0u; k < p.shape.point_count; k++) {
