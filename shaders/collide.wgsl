@@ -805,7 +805,7 @@ fn box_edge_query(a: Posed, b: Posed) -> EdgeHit {
         for (var k = 0u; k < 3u; k++) {
             let raw = cross3(face_plane(a, 2u * i + 1u).n, face_plane(b, 2u * k + 1u).n);
             let len = length3(raw);
-            if len < 0.99 * EDGE_PARALLEL_SIN {
+            if len < BOX_PARALLEL_SIN {
                 continue;
             }
             let l = raw / len;

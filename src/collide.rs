@@ -36,6 +36,10 @@ pub const CLIP_TOLERANCE: f32 = 0.1 * 0.005;
 /// manifold came from that edge pair, its normal 10 degrees off, instead of from its faces
 /// (about four pairs a step). Parallel edges meet in face contacts.
 pub const EDGE_PARALLEL_SIN: f32 = 0.005;
+/// The box query's parallel test on unit axes: a little below [`EDGE_PARALLEL_SIN`], so that it
+/// keeps every axis whose edge pair the general test, on the edges' own lengths, would keep
+/// (the best axis's pair then meets the general test itself).
+pub const BOX_PARALLEL_SIN: f32 = 0.99 * EDGE_PARALLEL_SIN;
 /// [`EdgeFloor`]'s allowance for rounding, as a fraction of the distance from A's edge to the
 /// point inside B: generous, because near-parallel edges' axes come from short cross products
 /// and carry relative errors up to about 1e-2.
@@ -990,8 +994,7 @@ impl EdgeFloor {
     /// nearly opposed normals is not their span) are left to the exact bound, so this rules out
     /// only edges that the exact bound rules out (up to rounding, far below the slack).
     fn rules_out4_cheap(&self, p: &[Vec4; 3], n0: &[Vec4; 3], n1: &[Vec4; 3]) -> u32 {
-        let dot = |u: &[Vec4; 3], v: &[Vec4; 3]| u[0] * v[0] + u[1] * v[1] + u[2] * v[2];
-        let m = [n0[1] * n1[2] - n1[1] * n0[2], n0[2] * n1[0] - n1[2] * n0[0], n0[0] * n1[1] - n1[0] * n0[1]];
+        let (dot, m) = (lane_dot, lane_cross(n0, n1));
         let well_defined = dot(&m, &m).cmpge(Vec4::splat(EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN)).bitmask();
         // 1 / cos(α / 2) = 1 / sqrt((1 + n0 · n1) / 2).
         let secant = Vec4::ONE / (Vec4::splat(0.5) * (Vec4::ONE + dot(n0, n1))).sqrt();
@@ -1010,13 +1013,8 @@ impl EdgeFloor {
     /// lane with [`arc_max`]'s operations in the same order, both branches then a select, so
     /// each bit is `rules_out`'s.
     fn rules_out4_exact(&self, p: &[Vec4; 3], n0: &[Vec4; 3], n1: &[Vec4; 3]) -> u32 {
-        let (p, n0, n1) = (*p, *n0, *n1);
-        // `Vec3::dot` and `Vec3::cross`, lane by lane.
-        let dot = |u: &[Vec4; 3], v: &[Vec4; 3]| u[0] * v[0] + u[1] * v[1] + u[2] * v[2];
-        let cross = |u: &[Vec4; 3], v: &[Vec4; 3]| {
-            [u[1] * v[2] - v[1] * u[2], u[2] * v[0] - v[2] * u[0], u[0] * v[1] - v[0] * u[1]]
-        };
-        let m = cross(&n0, &n1);
+        let (dot, cross) = (lane_dot, lane_cross);
+        let m = cross(n0, n1);
         let mm = dot(&m, &m);
         let ill_defined = mm.cmplt(Vec4::splat(EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN));
         let mut ruled = 0;
@@ -1025,8 +1023,8 @@ impl EdgeFloor {
             let length = dot(&w, &w).sqrt();
             let t = dot(&w, &m) / mm;
             let wp = [w[0] - m[0] * t, w[1] - m[1] * t, w[2] - m[2] * t];
-            let between = dot(&cross(&n0, &wp), &m).cmpge(Vec4::ZERO) & dot(&cross(&wp, &n1), &m).cmpge(Vec4::ZERO);
-            let arc = Vec4::select(between, dot(&wp, &wp).sqrt(), dot(&n0, &w).max(dot(&n1, &w)));
+            let between = dot(&cross(n0, &wp), &m).cmpge(Vec4::ZERO) & dot(&cross(&wp, n1), &m).cmpge(Vec4::ZERO);
+            let arc = Vec4::select(between, dot(&wp, &wp).sqrt(), dot(n0, &w).max(dot(n1, &w)));
             let arc = Vec4::select(ill_defined, length, arc);
             let bound = arc + (Vec4::splat(EDGE_FLOOR_SLACK) * length + Vec4::splat(EDGE_FLOOR_MIN_SLACK));
             ruled |= bound.cmple(Vec4::splat(self.floor)).bitmask();
@@ -1044,6 +1042,16 @@ impl EdgeFloor {
             arc_max(n0, n1, w) + (EDGE_FLOOR_SLACK * w.length() + EDGE_FLOOR_MIN_SLACK) <= self.floor
         })
     }
+}
+
+/// `Vec3::dot` in each lane of `Vec4`s holding x, y and z.
+fn lane_dot(u: &[Vec4; 3], v: &[Vec4; 3]) -> Vec4 {
+    u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+}
+
+/// `Vec3::cross` in each lane of `Vec4`s holding x, y and z.
+fn lane_cross(u: &[Vec4; 3], v: &[Vec4; 3]) -> [Vec4; 3] {
+    [u[1] * v[2] - v[1] * u[2], u[2] * v[0] - v[2] * u[0], u[0] * v[1] - v[0] * u[1]]
 }
 
 /// The largest `u · w` over unit vectors `u` on the shorter great arc from `n0` to `n1`, or
@@ -1092,8 +1100,8 @@ fn edge_query_dispatch(
 /// the pair whose arcs cross at `L` on the Gauss map, which the general query finds by its
 /// Minkowski-face test. The best axis's pair then goes through [`edge_separation`], so the
 /// separation and axis are the general query's bit for bit; only near-ties between two axes
-/// (within rounding) may pick the other pair. Axes a little more nearly parallel than
-/// [`EDGE_PARALLEL_SIN`] are kept, and when the best one's pair fails [`edge_separation`]'s
+/// (within rounding) may pick the other pair. Axes down to [`BOX_PARALLEL_SIN`], a little
+/// more nearly parallel than [`EDGE_PARALLEL_SIN`], are kept, and when the best one's pair fails [`edge_separation`]'s
 /// own test the general query answers.
 fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     let frame = |p: &Posed| -> ([Vec3; 3], [f32; 3]) {
@@ -1114,7 +1122,7 @@ fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
         for k in 0..3 {
             let l = ua[i].cross(ub[k]);
             let len = l.length();
-            if len < 0.99 * EDGE_PARALLEL_SIN {
+            if len < BOX_PARALLEL_SIN {
                 continue;
             }
             let l = l / len;
