@@ -53,6 +53,8 @@ struct StepParams {
     particle_body_dropped: u32,
     particle_speed_bound: u32,
     recycle_contacts: u32,
+    particle_colliders: u32,
+    particle_selected: u32,
 }
 
 struct Body {

@@ -54,6 +54,7 @@ const GATHER_COUNT: u32 = 0u;
 const GATHER_POSITION: u32 = 1u;
 const GATHER_VELOCITY: u32 = 2u;
 const GATHER_RESTITUTION: u32 = 3u;
+const GATHER_WARM_START: u32 = 4u;
 
 // A normal impulse plus the Coulomb friction impulse that takes at most `max_friction` off the
 // tangential relative velocity vt of a contact of effective mass `mass`. Twin of `friction_impulse`.
@@ -65,11 +66,141 @@ fn particle_friction_impulse(normal: vec3<f32>, vt: vec3<f32>, max_friction: f32
     return normal;
 }
 
+// Inserts pair `id` at gap `s` into the closest pairs so far, kept sorted by (gap, id), if it
+// is among them. Twin of `select`.
+fn particle_select_pair(nearest_s: ptr<function, array<f32, PARTICLE_CONTACT_SLOTS>>, nearest_id: ptr<function, array<u32, PARTICLE_CONTACT_SLOTS>>, s: f32, id: u32) {
+    let last = PARTICLE_CONTACT_SLOTS - 1u;
+    if !(s < (*nearest_s)[last] || (s == (*nearest_s)[last] && id < (*nearest_id)[last])) {
+        return;
+    }
+    var k = last;
+    while k > 0u && (s < (*nearest_s)[k - 1u] || (s == (*nearest_s)[k - 1u] && id < (*nearest_id)[k - 1u])) {
+        (*nearest_s)[k] = (*nearest_s)[k - 1u];
+        (*nearest_id)[k] = (*nearest_id)[k - 1u];
+        k -= 1u;
+    }
+    (*nearest_s)[k] = s;
+    (*nearest_id)[k] = id;
+}
+
+// Whether particle a selected particle b among its closest pairs.
+fn particle_selected(a: u32, b: u32) -> bool {
+    for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+        if work[params.particle_selected + a * PARTICLE_CONTACT_SLOTS + k] == b + 1u {
+            return true;
+        }
+    }
+    return false;
+}
+
+// `impulse` with its normal part along n no less than zero and its friction within `friction`
+// times that. Twin of `within_cone`.
+fn particle_within_cone(impulse: vec3<f32>, n: vec3<f32>, friction: f32) -> vec3<f32> {
+    let normal = dot3(impulse, n);
+    let lambda = max(normal, 0.0);
+    var tangent = impulse - normal * n;
+    let max_friction = friction * lambda;
+    let len_sq = dot3(tangent, tangent);
+    if len_sq > max_friction * max_friction {
+        tangent = tangent * (max_friction / sqrt(len_sq));
+    }
+    return lambda * n + tangent;
+}
+
+// Keeps contact `id` in kept slot `at`, with its impulse of the last substep if `last` holds
+// it, within the cone of the new normal; returns that impulse. Twin of `warm_impulse`.
+fn particle_warm_impulse(at: u32, last: ptr<function, array<vec4<u32>, PARTICLE_CONTACT_SLOTS>>, id: u32, n: vec3<f32>, friction: f32) -> vec3<f32> {
+    var impulse = vec3<f32>(0.0);
+    for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+        if (*last)[k].w == id {
+            impulse = particle_within_cone(bitcast<vec3<f32>>((*last)[k].xyz), n, friction);
+            break;
+        }
+    }
+    contacts[at] = vec4<u32>(bitcast<vec3<u32>>(impulse), id);
+    return impulse;
+}
+
+// One velocity iteration of the kept contact in slot `at`: the accumulated impulse takes the
+// step that stops the contact, then is clamped as a whole; returns its change. Twin of
+// `accumulate`.
+fn particle_accumulate(at: u32, n: vec3<f32>, vn: f32, vt: vec3<f32>, bias: f32, friction: f32, mass: f32) -> vec3<f32> {
+    let slot = contacts[at];
+    let old = bitcast<vec3<f32>>(slot.xyz);
+    let normal = dot3(old, n);
+    let lambda = max(normal - mass * (vn + bias), 0.0);
+    var tangent = (old - normal * n) - vt * mass;
+    let max_friction = friction * lambda;
+    let len_sq = dot3(tangent, tangent);
+    if len_sq > max_friction * max_friction {
+        tangent = tangent * (max_friction / sqrt(len_sq));
+    }
+    let impulse = lambda * n + tangent;
+    contacts[at] = vec4<u32>(bitcast<vec3<u32>>(impulse), slot.w);
+    return impulse - old;
+}
+
+// The static colliders' hold on particle `me` (index i) against its push of a position
+// iteration: the part that would take it into a collider it touches beyond contact removed,
+// the part along it held back by Coulomb friction, up to mu times the removed part plus the
+// friction the contact had to spare in the last substep's velocity iterations. Twin of `hold`.
+fn particle_hold(i: u32, me: Particle, push: vec3<f32>) -> vec3<f32> {
+    var change = push;
+    for (var ci = 0u; ci < params.collider_count; ci++) {
+        let c = collider_at(ci);
+        let field = particle_collider_distance(c, me.position);
+        let gap = field.w - me.radius;
+        if gap >= params.particle_margin {
+            continue;
+        }
+        let n = field.xyz;
+        let friction = sqrt(params.particle_friction * c.friction);
+        var spare = 0.0;
+        for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+            let slot = contacts[i * PARTICLE_CONTACT_SLOTS + k];
+            if slot.w == (PARTICLE_CONTACT_COLLIDER | ci) {
+                let impulse = bitcast<vec3<f32>>(slot.xyz);
+                let normal = dot3(impulse, n);
+                let tangent = impulse - normal * n;
+                spare = max(friction * max(normal, 0.0) - sqrt(dot3(tangent, tangent)), 0.0) * (params.h / me.mass);
+                break;
+            }
+        }
+        let held = max(-(dot3(n, change) + max(gap, 0.0)), 0.0);
+        change += held * n;
+        let tangent = change - dot3(n, change) * n;
+        let len = sqrt(dot3(tangent, tangent));
+        if len > 0.0 {
+            change -= tangent * (min(len, friction * held + spare) / len);
+        }
+    }
+    return change;
+}
+
 // Over the 27 cells around particle i (each bucket once, in a fixed order), then the colliders:
 // the change `mode` asks for (xyz) and the number of contacts within reach (w); a count of 0
-// (a contact that came within reach after counting) is taken as 1. Twin of `gather`.
+// (a contact that came within reach after counting) is taken as 1. The count also selects the
+// particle's closest pairs; the warm start and the velocity iterations keep the close pairs
+// that both sides selected, then the colliders while slots last, in the particle's slots of
+// `contacts`. Twin of `gather`.
 fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
     let me = particles[i];
+    let kept = mode == GATHER_WARM_START || mode == GATHER_VELOCITY;
+    let base = i * PARTICLE_CONTACT_SLOTS;
+    var last: array<vec4<u32>, PARTICLE_CONTACT_SLOTS>;
+    if mode == GATHER_WARM_START {
+        for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+            last[k] = contacts[base + k];
+            contacts[base + k] = vec4<u32>(0u);
+        }
+    }
+    var slot = 0u;
+    // The closest pairs so far, by (gap, id); id zero where there is none.
+    var nearest_s: array<f32, PARTICLE_CONTACT_SLOTS>;
+    var nearest_id: array<u32, PARTICLE_CONTACT_SLOTS>;
+    for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+        nearest_s[k] = 0x1.fffffep+127f;
+    }
     let c = particle_cell(me.position);
     var my_share = 0.0;
     if mode != GATHER_COUNT {
@@ -100,13 +231,23 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     }
                     let other = particles[j];
                     let d_vec = me.position - other.position;
-                    let d = sqrt(dot3(d_vec, d_vec));
+                    let d_sq = dot3(d_vec, d_vec);
                     let reach = me.radius + other.radius;
-                    if d >= reach + params.particle_margin {
+                    // Out of reach before the square root, with room for its rounding.
+                    let bound = reach + params.particle_margin;
+                    if d_sq > bound * bound * PARTICLE_FAR {
                         continue;
                     }
+                    let d = sqrt(d_sq);
+                    if d >= bound {
+                        continue;
+                    }
+                    let close = d - reach < PARTICLE_KEEP_GAP * min(me.radius, other.radius);
                     count += 1u;
                     if mode == GATHER_COUNT {
+                        if close {
+                            particle_select_pair(&nearest_s, &nearest_id, d - reach, j + 1u);
+                        }
                         continue;
                     }
                     var n = d_vec * (1.0 / d);
@@ -137,17 +278,48 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                         continue;
                     }
                     let vn = dot3(dvel, n);
-                    let lambda = max(-mass * (vn + max(s, 0.0) * params.inv_h), 0.0);
+                    let bias = max(s, 0.0) * params.inv_h;
+                    // A pair keeps its impulse when each side selected the other; the velocity
+                    // iterations meet the contacts the warm start kept in the same order.
+                    var keep = false;
+                    if mode == GATHER_WARM_START {
+                        keep = close && particle_selected(i, j) && particle_selected(j, i);
+                    } else if mode == GATHER_VELOCITY && slot < PARTICLE_CONTACT_SLOTS {
+                        keep = contacts[base + slot].w == j + 1u;
+                    }
+                    if keep {
+                        var impulse: vec3<f32>;
+                        if mode == GATHER_WARM_START {
+                            impulse = particle_warm_impulse(base + slot, &last, j + 1u, n, params.particle_friction);
+                        } else {
+                            impulse = particle_accumulate(base + slot, n, vn, dvel - vn * n, bias, params.particle_friction, mass);
+                        }
+                        slot += 1u;
+                        change += impulse * (1.0 / me.mass);
+                        continue;
+                    }
+                    if mode == GATHER_WARM_START {
+                        continue;
+                    }
+                    let lambda = max(-mass * (vn + bias), 0.0);
                     change += particle_friction_impulse(lambda * n, dvel - vn * n, params.particle_friction * lambda, mass) * (1.0 / me.mass);
                 }
             }
         }
     }
-    if mode == GATHER_POSITION || mode == GATHER_RESTITUTION {
+    if mode == GATHER_COUNT {
+        for (var k = 0u; k < PARTICLE_CONTACT_SLOTS; k++) {
+            work[params.particle_selected + base + k] = nearest_id[k];
+        }
+    }
+    if mode == GATHER_RESTITUTION {
         return vec4<f32>(change, f32(count));
     }
+    if mode == GATHER_POSITION {
+        return vec4<f32>(particle_hold(i, me, change), f32(count));
+    }
     for (var ci = 0u; ci < params.collider_count; ci++) {
-        let col = colliders[ci];
+        let col = collider_at(ci);
         let field = particle_collider_distance(col, me.position);
         let gap = field.w - me.radius;
         if gap >= params.particle_margin {
@@ -160,8 +332,23 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
         let n = field.xyz;
         let mass = 1.0 / my_share;
         let vn = dot3(me.velocity, n);
-        let lambda = max(-mass * (vn + max(gap, 0.0) * params.inv_h), 0.0);
+        let bias = max(gap, 0.0) * params.inv_h;
         let friction = sqrt(params.particle_friction * col.friction);
+        if kept && slot < PARTICLE_CONTACT_SLOTS {
+            var impulse: vec3<f32>;
+            if mode == GATHER_WARM_START {
+                impulse = particle_warm_impulse(base + slot, &last, PARTICLE_CONTACT_COLLIDER | ci, n, friction);
+            } else {
+                impulse = particle_accumulate(base + slot, n, vn, me.velocity - vn * n, bias, friction, mass);
+            }
+            slot += 1u;
+            change += impulse * (1.0 / me.mass);
+            continue;
+        }
+        if mode == GATHER_WARM_START {
+            continue;
+        }
+        let lambda = max(-mass * (vn + bias), 0.0);
         change += particle_friction_impulse(lambda * n, me.velocity - vn * n, friction * lambda, mass) * (1.0 / me.mass);
     }
     return vec4<f32>(change, f32(count));
@@ -215,6 +402,16 @@ fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
     if i < params.particle_count {
         particles[i].position = particles[i].position + deltas[i].xyz;
         particles[i].velocity = particles[i].velocity + deltas[params.particle_count + i].xyz;
+    }
+}
+
+// The warm start: each particle's kept contacts found again and their last impulses applied
+// (by `particle_apply_velocity`).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_warm_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        deltas[i] = vec4<f32>(particle_gather(i, GATHER_WARM_START).xyz, 0.0);
     }
 }
 
@@ -311,7 +508,7 @@ fn sort_body_slots(i: u32) {
 // Twin of `support_normal`.
 fn particle_support(me: Particle, n: vec3<f32>) -> vec3<f32> {
     for (var ci = 0u; ci < params.collider_count; ci++) {
-        let field = particle_collider_distance(colliders[ci], me.position);
+        let field = particle_collider_distance(collider_at(ci), me.position);
         if field.w - me.radius < params.particle_margin && dot3(field.xyz, n) < -0.5 {
             return field.xyz;
         }

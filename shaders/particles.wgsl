@@ -18,7 +18,7 @@ struct Nearest {
 fn particle_nearest(x: vec3<f32>, radius: f32) -> Nearest {
     var best = Nearest(3.4028235e38, 0u);
     for (var i = 0u; i < params.collider_count; i++) {
-        let gap = particle_collider_distance(colliders[i], x).w - radius;
+        let gap = particle_collider_distance(collider_at(i), x).w - radius;
         if gap < best.gap {
             best = Nearest(gap, i);
         }
@@ -64,7 +64,7 @@ fn advance_particles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         }
         x += t * v;
         remaining -= t;
-        let c = colliders[near.index];
+        let c = collider_at(near.index);
         let n = particle_collider_distance(c, x).xyz;
         let depth = near.gap - (particle.radius - radius);
         if depth < 0.0 {
@@ -92,7 +92,7 @@ fn advance_particles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if radius < particle.radius {
         let near = particle_nearest(x, particle.radius);
         if near.gap < 0.0 {
-            x -= near.gap * particle_collider_distance(colliders[near.index], x).xyz;
+            x -= near.gap * particle_collider_distance(collider_at(near.index), x).xyz;
         }
     }
     particles[i].position = x;

@@ -222,6 +222,21 @@ pub struct GpuParticle {
 }
 const _: () = assert!(size_of::<GpuParticle>() == 32);
 
+/// A particle's kept contact (see [`crate::particles::PARTICLE_CONTACT_SLOTS`]): the impulse
+/// the contact gave it over the last velocity iterations, and whom it was with. 16 bytes; the
+/// GPU stores the impulse's bits, as `vec4<u32>`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuParticleContact {
+    /// The accumulated impulse on this particle, normal and friction together, N s.
+    pub impulse: Vec3,
+    /// The other particle's index plus one, or
+    /// [`PARTICLE_CONTACT_COLLIDER`](crate::particles::PARTICLE_CONTACT_COLLIDER) with the
+    /// collider's index; zero for an empty slot.
+    pub id: u32,
+}
+const _: () = assert!(size_of::<GpuParticleContact>() == 16);
+
 /// Highest number of graph colors (a color mask is one `u32`).
 pub const MAX_COLORS: u32 = 32;
 /// `color` of a manifold that found no color: it is solved by mass-splitting Jacobi.
@@ -528,6 +543,14 @@ pub struct StepParams {
     /// 1 when resting manifolds skip the narrow phase (see
     /// [`crate::SolverSettings::recycle_contacts`]), else 0.
     pub recycle_contacts: u32,
+    /// GPU work arena: the static colliders, eight words each (a [`GpuCollider`]), for the
+    /// particle stages, which bind their kept contacts in place of the colliders' buffer.
+    pub particle_colliders: u32,
+    /// GPU work arena: each particle's closest pairs (found with the neighbour counts),
+    /// [`PARTICLE_CONTACT_SLOTS`](crate::particles::PARTICLE_CONTACT_SLOTS) words per particle
+    /// (the other's index plus one, or zero): a pair keeps its impulse when each side selected
+    /// the other.
+    pub particle_selected: u32,
 }
 
 impl StepParams {
@@ -595,6 +618,8 @@ impl StepParams {
             particle_body_dropped: 0,
             particle_speed_bound: 0,
             recycle_contacts: u32::from(s.recycle_contacts),
+            particle_colliders: 0,
+            particle_selected: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

@@ -254,6 +254,8 @@ fn step_params_uniform_matches_wgsl() {
         particle_body_dropped: 49,
         particle_speed_bound: 50,
         recycle_contacts: 51,
+        particle_colliders: 52,
+        particle_selected: 53,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -308,6 +310,8 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_body_dropped", 49.0),
         ("particle_speed_bound", 50.0),
         ("recycle_contacts", 51.0),
+        ("particle_colliders", 52.0),
+        ("particle_selected", 53.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -344,6 +348,8 @@ fn step_params_uniform_matches_wgsl() {
             "particle_body_dropped",
             "particle_speed_bound",
             "recycle_contacts",
+            "particle_colliders",
+            "particle_selected",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -9,11 +9,17 @@ use rayon::prelude::*;
 use super::particles::collider_distance;
 use crate::collide::{Posed, collide_point};
 use crate::cpu::contacts::GRID_HASH;
-use crate::layout::{GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, KIND_DYNAMIC, SHAPE_POINT, StepParams};
+use crate::layout::{
+    GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuParticleContact, GpuShape, KIND_DYNAMIC, SHAPE_POINT,
+    StepParams,
+};
 use crate::math::world_inverse_inertia;
-use crate::particles::{EMPTY_CELL, PARTICLE_BODY_SLOTS};
+use crate::particles::{
+    EMPTY_CELL, PARTICLE_BODY_SLOTS, PARTICLE_CONTACT_COLLIDER, PARTICLE_CONTACT_SLOTS, PARTICLE_FAR, PARTICLE_KEEP_GAP,
+};
 
 const SLOTS: usize = PARTICLE_BODY_SLOTS as usize;
+const KEPT: usize = PARTICLE_CONTACT_SLOTS as usize;
 
 /// The rigid bodies as the particle stages see them: they read the poses and the velocities,
 /// and the last stage of each velocity iteration adds the particles' impulses to the velocities.
@@ -51,6 +57,9 @@ pub(crate) struct ParticleGrid {
     pub cell_start: Vec<u32>,
     /// Neighbours within reach of each particle.
     pub counts: Vec<u32>,
+    /// Each particle's closest pairs, [`PARTICLE_CONTACT_SLOTS`] per particle, the other's
+    /// index plus one, zero-padded (see [`Gather::Count`]).
+    pub selected: Vec<u32>,
     /// Position or velocity changes of a Jacobi iteration.
     pub scratch: Vec<Vec3>,
     /// Each particle's velocity at the start of the substep, before gravity (restitution).
@@ -63,6 +72,9 @@ pub(crate) struct ParticleGrid {
     pub slot_counts: Vec<u32>,
     /// [`PARTICLE_BODY_SLOTS`] per particle, sorted by body.
     pub slots: Vec<BodySlot>,
+    /// [`PARTICLE_CONTACT_SLOTS`] kept contacts per particle, in the order the last velocity
+    /// iterations found them.
+    pub contacts: Vec<GpuParticleContact>,
     /// Particle-body contacts dropped this step.
     pub dropped: u32,
     /// The fastest particle's speed at detection, m/s (see [`fastest_particle`]).
@@ -88,10 +100,19 @@ fn cell_key(p: &StepParams, x: i32, y: i32, z: i32) -> u32 {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Gather {
     /// The contacts within reach: particle pairs with `|x_i - x_j| < r_i + r_j + margin` and
-    /// colliders within `margin`.
+    /// colliders within `margin`; and the particle's closest pairs, up to
+    /// [`PARTICLE_CONTACT_SLOTS`] of those with a gap below [`PARTICLE_KEEP_GAP`] of the
+    /// smaller radius, by gap, then by index. A close pair keeps its impulse when each side
+    /// selected the other: both decide alike, so the two impulses stay opposite, and a particle
+    /// with more close pairs than slots keeps its closest. (The selection is made before the
+    /// position iterations move the particles a little; the pairs still close after them are
+    /// kept.)
     Count,
     /// The position change of one Jacobi iteration pushing overlapping particles apart.
     Position,
+    /// The velocity change of the warm start: the kept contacts' impulses of the last substep
+    /// applied again (the contacts are found and kept anew).
+    WarmStart,
     /// The velocity change of one Jacobi iteration over the particle and collider contacts.
     Velocity,
     /// The velocity change of the restitution pass over the particle pairs.
@@ -115,13 +136,39 @@ fn gather_all(
     parallel: bool,
 ) {
     super::fill_indexed(out, particles.len(), parallel, PARALLEL_PARTICLES, |i| {
-        gather(p, geometry, colliders, particles, grid, i, mode).0
+        gather(p, geometry, colliders, particles, grid, i, mode, &mut [], &mut []).0
     });
+}
+
+/// [`gather`]'s [`Gather::WarmStart`] or [`Gather::Velocity`] change for every particle into
+/// `out`, each with its own kept contacts in `kept` ([`PARTICLE_CONTACT_SLOTS`] per particle).
+#[allow(clippy::too_many_arguments)]
+fn gather_kept(
+    p: &StepParams,
+    geometry: &[Vec4],
+    colliders: &[GpuCollider],
+    particles: &[GpuParticle],
+    grid: &ParticleGrid,
+    mode: Gather,
+    out: &mut Vec<Vec3>,
+    kept: &mut [GpuParticleContact],
+    parallel: bool,
+) {
+    out.resize(particles.len(), Vec3::ZERO);
+    let one = |(i, (out, kept)): (usize, (&mut Vec3, &mut [GpuParticleContact]))| {
+        *out = gather(p, geometry, colliders, particles, grid, i, mode, kept, &mut []).0;
+    };
+    if parallel {
+        out.par_iter_mut().zip(kept.par_chunks_mut(KEPT)).enumerate().with_min_len(PARALLEL_PARTICLES).for_each(one);
+    } else {
+        out.iter_mut().zip(kept.chunks_mut(KEPT)).enumerate().for_each(one);
+    }
 }
 
 /// Gathers over the particles in the 27 cells around particle `i` (each bucket once, in a fixed
 /// order), then over the colliders. Returns the change `mode` asks for and the number of
-/// contacts within reach. Twin of `particle_gather`.
+/// contacts within reach. `kept` is the particle's kept contacts for [`Gather::WarmStart`]
+/// and [`Gather::Velocity`] (empty otherwise). Twin of `particle_gather`.
 ///
 /// Mass splitting (Tonge et al. 2012) makes the two sides of a pair compute the same impulse:
 /// with `n_i` contacts, particle `i` takes part in each with mass `m_i / n_i`, so the pair's
@@ -135,7 +182,13 @@ fn gather_all(
 /// leave the velocity that made the overlap, which the few Jacobi iterations never remove in a
 /// stack (a column of ten sank into itself to a quarter of its height). Approach velocities
 /// are then removed by the velocity iterations, which also see the colliders so that a heap's
-/// weight reaches the floor within the substep.
+/// weight reaches the floor within the substep. The close pairs that both sides selected
+/// ([`Gather::Count`]), then the colliders while slots last, keep their impulses: the warm
+/// start applies last substep's again (see [`warm_impulse`]), and each velocity iteration
+/// updates the accumulated impulse (see [`accumulate`]); the two sides of a pair hold opposite
+/// impulses, bit for bit. The position iterations hold a particle against the colliders it
+/// rests on (see [`hold`]).
+#[allow(clippy::too_many_arguments)]
 fn gather(
     p: &StepParams,
     geometry: &[Vec4],
@@ -144,8 +197,20 @@ fn gather(
     grid: &ParticleGrid,
     i: usize,
     mode: Gather,
+    kept: &mut [GpuParticleContact],
+    selected: &mut [u32],
 ) -> (Vec3, u32) {
     let me = particles[i];
+    // The warm start finds its contacts again and keeps them in this order, from last
+    // substep's.
+    let mut last = [GpuParticleContact::default(); KEPT];
+    let mut slot = 0;
+    // The closest pairs so far, by (gap, id); id zero where there is none.
+    let mut nearest = [(f32::MAX, 0u32); KEPT];
+    if mode == Gather::WarmStart {
+        last.copy_from_slice(kept);
+        kept.fill(GpuParticleContact::default());
+    }
     let c = (me.position * p.particle_inv_cell).floor();
     let (cx, cy, cz) = (c.x as i32, c.y as i32, c.z as i32);
     // At least one share: a contact that came within reach after the counts (pushed there by
@@ -174,13 +239,23 @@ fn gather(
                     }
                     let other = particles[j];
                     let d_vec = me.position - other.position;
-                    let d = d_vec.dot(d_vec).sqrt();
-                    let reach = me.radius + other.radius;
-                    if d >= reach + p.particle_margin {
+                    let (d_sq, reach) = (d_vec.dot(d_vec), me.radius + other.radius);
+                    // Most of the 27 cells' particles are out of reach: passed over before the
+                    // square root, with room for its rounding (the test below decides).
+                    let bound = reach + p.particle_margin;
+                    if d_sq > bound * bound * PARTICLE_FAR {
                         continue;
                     }
+                    let d = d_sq.sqrt();
+                    if d >= bound {
+                        continue;
+                    }
+                    let close = d - reach < PARTICLE_KEEP_GAP * me.radius.min(other.radius);
                     count += 1;
                     if mode == Gather::Count {
+                        if close {
+                            select(&mut nearest, d - reach, j as u32 + 1);
+                        }
                         continue;
                     }
                     let n = if d > 0.0 {
@@ -218,17 +293,46 @@ fn gather(
                         continue;
                     }
                     let vn = dvel.dot(n);
-                    let lambda = (-mass * (vn + s.max(0.0) * p.inv_h)).max(0.0);
+                    let bias = s.max(0.0) * p.inv_h;
+                    // A pair keeps its impulse when each side selected the other; the velocity
+                    // iterations meet the contacts the warm start kept in the same order.
+                    let chosen = |a: usize, b: usize| grid.selected[a * KEPT..][..KEPT].contains(&(b as u32 + 1));
+                    let keep = if mode == Gather::WarmStart {
+                        close && chosen(i, j) && chosen(j, i)
+                    } else {
+                        kept.get(slot).is_some_and(|c| c.id == j as u32 + 1)
+                    };
+                    if let Some(c) = kept.get_mut(slot).filter(|_| keep) {
+                        slot += 1;
+                        let impulse = if mode == Gather::WarmStart {
+                            warm_impulse(c, &last, j as u32 + 1, n, p.particle_friction)
+                        } else {
+                            accumulate(c, n, vn, dvel - vn * n, bias, p.particle_friction, mass)
+                        };
+                        change += impulse * (1.0 / me.mass);
+                        continue;
+                    }
+                    if mode == Gather::WarmStart {
+                        continue;
+                    }
+                    let lambda = (-mass * (vn + bias)).max(0.0);
                     change += friction_impulse(lambda * n, dvel - vn * n, p.particle_friction * lambda, mass)
                         * (1.0 / me.mass);
                 }
             }
         }
     }
-    if mode == Gather::Position || mode == Gather::Restitution {
+    for (out, &(_, id)) in selected.iter_mut().zip(&nearest) {
+        *out = id;
+    }
+    if mode == Gather::Restitution {
         return (change, count);
     }
-    for c in colliders {
+    if mode == Gather::Position {
+        let kept = &grid.contacts[i * KEPT..][..KEPT];
+        return (hold(p, geometry, colliders, &me, change, kept), count);
+    }
+    for (index, c) in colliders.iter().enumerate() {
         let (d, n) = collider_distance(geometry, c, me.position);
         let gap = d - me.radius;
         if gap >= p.particle_margin {
@@ -240,11 +344,139 @@ fn gather(
         }
         let mass = 1.0 / my_share;
         let vn = me.velocity.dot(n);
-        let lambda = (-mass * (vn + gap.max(0.0) * p.inv_h)).max(0.0);
+        let bias = gap.max(0.0) * p.inv_h;
         let friction = (p.particle_friction * c.friction).sqrt();
+        if let Some(c) = kept.get_mut(slot) {
+            slot += 1;
+            let impulse = if mode == Gather::WarmStart {
+                warm_impulse(c, &last, PARTICLE_CONTACT_COLLIDER | index as u32, n, friction)
+            } else {
+                accumulate(c, n, vn, me.velocity - vn * n, bias, friction, mass)
+            };
+            change += impulse * (1.0 / me.mass);
+            continue;
+        }
+        if mode == Gather::WarmStart {
+            continue;
+        }
+        let lambda = (-mass * (vn + bias)).max(0.0);
         change += friction_impulse(lambda * n, me.velocity - vn * n, friction * lambda, mass) * (1.0 / me.mass);
     }
     (change, count)
+}
+
+/// Inserts pair `id` at gap `s` into `nearest`, kept sorted by (gap, id), if it is among the
+/// closest. Twin of `particle_select_pair`.
+#[inline]
+fn select(nearest: &mut [(f32, u32); KEPT], s: f32, id: u32) {
+    let before = |a: (f32, u32), b: (f32, u32)| a.0 < b.0 || (a.0 == b.0 && a.1 < b.1);
+    if !before((s, id), nearest[KEPT - 1]) {
+        return;
+    }
+    let mut k = KEPT - 1;
+    while k > 0 && before((s, id), nearest[k - 1]) {
+        nearest[k] = nearest[k - 1];
+        k -= 1;
+    }
+    nearest[k] = (s, id);
+}
+
+/// Keeps contact `id` (along `n`, friction coefficient `friction`) in `slot`, with its
+/// impulse of the last substep if `last` holds it, turned to the new normal: the normal part
+/// no less than zero, the friction within `friction` times it. Returns that impulse, which the
+/// warm start applies. Twin of `particle_warm_impulse`.
+#[inline]
+fn warm_impulse(
+    slot: &mut GpuParticleContact,
+    last: &[GpuParticleContact; KEPT],
+    id: u32,
+    n: Vec3,
+    friction: f32,
+) -> Vec3 {
+    let impulse = last.iter().find(|c| c.id == id).map_or(Vec3::ZERO, |c| within_cone(c.impulse, n, friction));
+    *slot = GpuParticleContact { impulse, id };
+    impulse
+}
+
+/// `impulse` with its normal part along `n` no less than zero and its friction within
+/// `friction` times that. Odd in `impulse` and `n` together, bit for bit (the two sides of a
+/// pair hold opposite impulses along opposite normals).
+#[inline]
+fn within_cone(impulse: Vec3, n: Vec3, friction: f32) -> Vec3 {
+    let normal = impulse.dot(n);
+    let lambda = normal.max(0.0);
+    let mut tangent = impulse - normal * n;
+    let max = friction * lambda;
+    let len_sq = tangent.dot(tangent);
+    if len_sq > max * max {
+        tangent *= max / len_sq.sqrt();
+    }
+    lambda * n + tangent
+}
+
+/// One velocity iteration of a kept contact (normal `n`, normal velocity `vn` and tangential
+/// velocity `vt` of this particle relative to the other side, velocity bias `bias`, friction
+/// coefficient `friction`, effective mass `mass`): the accumulated impulse in `slot` takes the
+/// step that stops the contact, then is clamped as a whole, the normal part to at least zero,
+/// the friction to within `friction` times it (projected Gauss-Seidel, as the bodies' solve).
+/// Returns the change of the impulse. Twin of `particle_accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn accumulate(slot: &mut GpuParticleContact, n: Vec3, vn: f32, vt: Vec3, bias: f32, friction: f32, mass: f32) -> Vec3 {
+    let old = slot.impulse;
+    let normal = old.dot(n);
+    let lambda = (normal - mass * (vn + bias)).max(0.0);
+    let mut tangent = (old - normal * n) - vt * mass;
+    let max = friction * lambda;
+    let len_sq = tangent.dot(tangent);
+    if len_sq > max * max {
+        tangent *= max / len_sq.sqrt();
+    }
+    slot.impulse = lambda * n + tangent;
+    slot.impulse - old
+}
+
+/// The static colliders' hold on particle `me` against its push `change` of a position
+/// iteration. At each collider it touches (within the margin) the part of the push that would
+/// take it into the collider beyond contact is removed (the collider does not give way), and
+/// the push along the collider is held back by Coulomb friction: up to `μ` times that removed
+/// part, plus the friction the contact had to spare in the last substep's velocity iterations,
+/// `μ λ - |f|` of its impulse in `kept`, as a distance (`h / m` per N s). A push is the impulse
+/// `m Δx / h`, so with the velocity iterations' impulse it keeps within Coulomb's cone. Without the hold, a particle resting on the floor
+/// under a heap is pushed out from under it a little every substep by the corrections that
+/// remove the heap's overlaps, and no friction of the velocity iterations takes the distance
+/// back: the heap's base creeps outward for ever. Twin of `particle_hold`.
+fn hold(
+    p: &StepParams,
+    geometry: &[Vec4],
+    colliders: &[GpuCollider],
+    me: &GpuParticle,
+    push: Vec3,
+    kept: &[GpuParticleContact],
+) -> Vec3 {
+    let mut change = push;
+    for (index, c) in colliders.iter().enumerate() {
+        let (d, n) = collider_distance(geometry, c, me.position);
+        let gap = d - me.radius;
+        if gap >= p.particle_margin {
+            continue;
+        }
+        let friction = (p.particle_friction * c.friction).sqrt();
+        let id = PARTICLE_CONTACT_COLLIDER | index as u32;
+        let spare = kept.iter().find(|k| k.id == id).map_or(0.0, |k| {
+            let normal = k.impulse.dot(n);
+            let tangent = k.impulse - normal * n;
+            (friction * normal.max(0.0) - tangent.dot(tangent).sqrt()).max(0.0) * (p.h / me.mass)
+        });
+        let held = (-(n.dot(change) + gap.max(0.0))).max(0.0);
+        change += held * n;
+        let tangent = change - n.dot(change) * n;
+        let len = tangent.dot(tangent).sqrt();
+        if len > 0.0 {
+            change -= tangent * (len.min(friction * held + spare) / len);
+        }
+    }
+    change
 }
 
 /// A normal impulse plus the Coulomb friction impulse that takes at most `max_friction` off the
@@ -565,13 +797,13 @@ fn support_normal(p: &StepParams, geometry: &[Vec4], colliders: &[GpuCollider], 
 
 /// The particle contacts of a substep: the grid of the substep's positions, the particle-body
 /// contacts found from the bodies' side, gravity, `particle_iterations` Jacobi iterations
-/// pushing overlapping particles apart, then `particle_iterations` Jacobi iterations over the
-/// contact velocities, bodies included. It runs after the bodies' velocity solve and before
+/// pushing overlapping particles apart, the warm start, then `particle_iterations` Jacobi iterations over the contact
+/// velocities, bodies included. It runs after the bodies' velocity solve and before
 /// their positions move, so particles and bodies meet at the same instant and what the
 /// particles do to a body's velocity moves it in the same substep. Twin of the kernels
 /// `particle_hash`, the radix sort, `particle_cell_start`, `body_particle_count`, the scan,
-/// `body_particle_fill`, `particle_count`, `particle_separate` and `particle_collide` with
-/// their `particle_apply_*`, and `body_particle_solve` before `particle_apply_velocity`.
+/// `body_particle_fill`, `particle_count`, `particle_separate`, `particle_warm_start` and `particle_collide` with their `particle_apply_*`, and
+/// `body_particle_solve` before `particle_apply_velocity`.
 pub(crate) fn particle_contacts(
     p: &StepParams,
     geometry: &[Vec4],
@@ -603,13 +835,27 @@ pub(crate) fn particle_contacts(
     if with_bodies {
         find_body_contacts(p, geometry, tables, particles, grid);
     }
-    let mut counts = std::mem::take(&mut grid.counts);
+    // The contacts within reach and each particle's closest pairs.
+    let (mut counts, mut selected) = (std::mem::take(&mut grid.counts), std::mem::take(&mut grid.selected));
+    counts.resize(particles.len(), 0);
+    selected.resize(particles.len() * KEPT, 0);
     let grid_read = &*grid;
-    super::fill_indexed(&mut counts, particles.len(), parallel, PARALLEL_PARTICLES, |i| {
-        let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count).1;
-        if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }
-    });
-    grid.counts = counts;
+    let one = |(i, (count, selected)): (usize, (&mut u32, &mut [u32]))| {
+        let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count, &mut [], selected).1;
+        *count = if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own };
+    };
+    if parallel {
+        counts
+            .par_iter_mut()
+            .zip(selected.par_chunks_mut(KEPT))
+            .enumerate()
+            .with_min_len(PARALLEL_PARTICLES)
+            .for_each(one);
+    } else {
+        counts.iter_mut().zip(selected.chunks_mut(KEPT)).enumerate().for_each(one);
+    }
+    (grid.counts, grid.selected) = (counts, selected);
+    grid.contacts.resize(particles.len() * KEPT, GpuParticleContact::default());
     grid.start.clear();
     grid.start.extend(particles.iter().map(|q| q.velocity));
     // Gravity (with the counts on the GPU, so the sums round alike).
@@ -636,8 +882,13 @@ pub(crate) fn particle_contacts(
             particle.velocity += dv;
         }
     }
+    // The warm start, which also keeps this substep's contacts (the positions stay put through
+    // the velocity iterations, so they find the same contacts in the same order).
+    let mut kept = std::mem::take(&mut grid.contacts);
+    gather_kept(p, geometry, colliders, particles, grid, Gather::WarmStart, &mut scratch, &mut kept, parallel);
+    apply_changes(particles, grid, &scratch, false);
     for _ in 0..p.particle_iterations {
-        gather_all(p, geometry, colliders, particles, grid, Gather::Velocity, &mut scratch, parallel);
+        gather_kept(p, geometry, colliders, particles, grid, Gather::Velocity, &mut scratch, &mut kept, parallel);
         if with_bodies {
             body_contacts_pass(p, geometry, colliders, tables, particles, grid, BodyPass::Velocity);
         }
@@ -658,4 +909,5 @@ pub(crate) fn particle_contacts(
         apply_changes(particles, grid, &scratch, with_bodies);
     }
     grid.scratch = scratch;
+    grid.contacts = kept;
 }

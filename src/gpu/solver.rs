@@ -160,7 +160,7 @@ impl GpuSolver {
                 &packed.particles,
                 &params_buffer,
                 &geometry,
-                &colliders,
+                &packed.colliders,
                 &BodyBuffers {
                     bodies: &bodies,
                     props: &props,
