@@ -5,7 +5,9 @@
 // sides compute it bit for bit alike, so momentum is conserved without atomics). Twins of the
 // functions of src/cpu/particle_contacts.rs. The work arena holds the items (hash, particle) at
 // `particle_items` (and their sort scratch), the sorted items at `particle_sorted`, the bucket
-// starts at `particle_cell_start` and the neighbour counts at `particle_counts`.
+// starts at `particle_cell_start`, the neighbour counts at `particle_counts`, each particle's
+// closest pairs at `particle_selected` and the colliders' records at `particle_colliders`; the
+// kept contacts are in `contacts`.
 
 fn particle_cell_key(x: i32, y: i32, z: i32) -> u32 {
     return ((u32(x) * GRID_HASH_X) ^ (u32(y) * GRID_HASH_Y) ^ (u32(z) * GRID_HASH_Z)) & params.particle_hash_mask;
@@ -143,7 +145,8 @@ fn particle_accumulate(at: u32, n: vec3<f32>, vn: f32, vt: vec3<f32>, bias: f32,
 // The static colliders' hold on particle `me` (index i) against its push of a position
 // iteration: the part that would take it into a collider it touches beyond contact removed,
 // the part along it held back by Coulomb friction, up to mu times the removed part plus the
-// friction the contact had to spare in the last substep's velocity iterations. Twin of `hold`.
+// friction the contact had to spare in the last substep's velocity iterations, shared out over
+// the position iterations. Twin of `hold`.
 fn particle_hold(i: u32, me: Particle, push: vec3<f32>) -> vec3<f32> {
     var change = push;
     for (var ci = 0u; ci < params.collider_count; ci++) {
@@ -162,7 +165,8 @@ fn particle_hold(i: u32, me: Particle, push: vec3<f32>) -> vec3<f32> {
                 let impulse = bitcast<vec3<f32>>(slot.xyz);
                 let normal = dot3(impulse, n);
                 let tangent = impulse - normal * n;
-                spare = max(friction * max(normal, 0.0) - sqrt(dot3(tangent, tangent)), 0.0) * (params.h / me.mass);
+                let share = (params.h / me.mass) / f32(params.particle_iterations);
+                spare = max(friction * max(normal, 0.0) - sqrt(dot3(tangent, tangent)), 0.0) * share;
                 break;
             }
         }
@@ -283,7 +287,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     // iterations meet the contacts the warm start kept in the same order.
                     var keep = false;
                     if mode == GATHER_WARM_START {
-                        keep = close && particle_selected(i, j) && particle_selected(j, i);
+                        keep = slot < PARTICLE_CONTACT_SLOTS && close && particle_selected(i, j) && particle_selected(j, i);
                     } else if mode == GATHER_VELOCITY && slot < PARTICLE_CONTACT_SLOTS {
                         keep = contacts[base + slot].w == j + 1u;
                     }
@@ -334,10 +338,13 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
         let vn = dot3(me.velocity, n);
         let bias = max(gap, 0.0) * params.inv_h;
         let friction = sqrt(params.particle_friction * col.friction);
-        if kept && slot < PARTICLE_CONTACT_SLOTS {
+        // The warm start keeps the colliders while slots last; the velocity iterations meet them
+        // in the same order.
+        let id = PARTICLE_CONTACT_COLLIDER | ci;
+        if kept && slot < PARTICLE_CONTACT_SLOTS && (mode == GATHER_WARM_START || contacts[base + slot].w == id) {
             var impulse: vec3<f32>;
             if mode == GATHER_WARM_START {
-                impulse = particle_warm_impulse(base + slot, &last, PARTICLE_CONTACT_COLLIDER | ci, n, friction);
+                impulse = particle_warm_impulse(base + slot, &last, id, n, friction);
             } else {
                 impulse = particle_accumulate(base + slot, n, vn, me.velocity - vn * n, bias, friction, mass);
             }

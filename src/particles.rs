@@ -74,14 +74,16 @@
 //!
 //! Memory on the GPU, per particle:
 //! - 32 bytes of the particle itself ([`crate::layout::GpuParticle`]);
-//! - the grid's work arena: 5 words, one per hash bucket (a power of two at least the particle
-//!   count), the radix sort's histogram, and the 12 words of its selected pairs;
+//! - the grid's work arena: 5 words per particle, plus one per hash bucket (a power of two at
+//!   least the particle count) and the radix sort's histogram, and the 12 words of the
+//!   particle's selected pairs;
 //! - 32 bytes of position and velocity changes (16 more, the velocities at the start of the
 //!   substep, when particles bounce off each other: restitution above zero);
 //! - 192 bytes of kept contacts ([`PARTICLE_CONTACT_SLOTS`] of 16 bytes,
 //!   [`crate::layout::GpuParticleContact`]).
 //!
-//! That is about 335 bytes in all, 3.35 GB for 10 million. A world with bodies adds, per
+//! That is about 335 bytes in all, 3.35 GB for 10 million; particles that only meet the
+//! colliders (collisions off) keep no contacts and take about 95. A world with bodies adds, per
 //! particle, [`PARTICLE_BODY_SLOTS`] slots of 52 bytes (a body index in the work arena; normal,
 //! lever and impulse in a buffer of their own), a slot counter and as many body-list entries:
 //! 228 bytes, 2.3 GB for 10 million (5.6 GB in all, an 80 GB GPU holds it fourteen times), and

@@ -428,7 +428,7 @@ impl World {
     ///
     /// # Errors
     /// [`Error::NonFinite`] for a NaN or infinite position or velocity, [`Error::NonPositive`]
-    /// for a radius or mass that is not positive, [`Error::OutOfRange`] past 2^32 - 1 particles.
+    /// for a radius or mass that is not positive, [`Error::OutOfRange`] past 2^31 - 1 particles.
     pub fn add_particle(&mut self, particle: Particle) -> Result<usize> {
         Ok(self.add_particles([particle])?.start)
     }
@@ -447,10 +447,11 @@ impl World {
             }
             self.particles.push(p);
         }
-        if self.particles.len() > u32::MAX as usize {
+        // A kept contact names a particle by its index plus one, below the collider mark.
+        if self.particles.len() >= crate::particles::PARTICLE_CONTACT_COLLIDER as usize {
             let count = self.particles.len();
             self.particles.truncate(start);
-            return Err(Error::OutOfRange { what: "particle count", range: "[0, 2^32)", value: count as f32 });
+            return Err(Error::OutOfRange { what: "particle count", range: "[0, 2^31)", value: count as f32 });
         }
         Ok(start..self.particles.len())
     }

@@ -346,10 +346,13 @@ fn gather(
         let vn = me.velocity.dot(n);
         let bias = gap.max(0.0) * p.inv_h;
         let friction = (p.particle_friction * c.friction).sqrt();
-        if let Some(c) = kept.get_mut(slot) {
+        // The warm start keeps the colliders while slots last; the velocity iterations meet them
+        // in the same order.
+        let id = PARTICLE_CONTACT_COLLIDER | index as u32;
+        if let Some(c) = kept.get_mut(slot).filter(|c| mode == Gather::WarmStart || c.id == id) {
             slot += 1;
             let impulse = if mode == Gather::WarmStart {
-                warm_impulse(c, &last, PARTICLE_CONTACT_COLLIDER | index as u32, n, friction)
+                warm_impulse(c, &last, id, n, friction)
             } else {
                 accumulate(c, n, vn, me.velocity - vn * n, bias, friction, mass)
             };
@@ -441,11 +444,13 @@ fn accumulate(slot: &mut GpuParticleContact, n: Vec3, vn: f32, vt: Vec3, bias: f
 /// take it into the collider beyond contact is removed (the collider does not give way), and
 /// the push along the collider is held back by Coulomb friction: up to `μ` times that removed
 /// part, plus the friction the contact had to spare in the last substep's velocity iterations,
-/// `μ λ - |f|` of its impulse in `kept`, as a distance (`h / m` per N s). A push is the impulse
-/// `m Δx / h`, so with the velocity iterations' impulse it keeps within Coulomb's cone. Without the hold, a particle resting on the floor
-/// under a heap is pushed out from under it a little every substep by the corrections that
-/// remove the heap's overlaps, and no friction of the velocity iterations takes the distance
-/// back: the heap's base creeps outward for ever. Twin of `particle_hold`.
+/// `μ λ - |f|` of its impulse in `kept`, as a distance (`h / m` per N s), shared out over the
+/// position iterations. A push is the impulse `m Δx / h`, so with the velocity iterations'
+/// impulse (when it is about last substep's) the friction keeps within Coulomb's cone. Without
+/// the hold, a particle resting on the floor under a heap is pushed out from under it a little
+/// every substep by the corrections that remove the heap's overlaps, and no friction of the
+/// velocity iterations takes the distance back: the heap's base creeps outward for ever. Twin
+/// of `particle_hold`.
 fn hold(
     p: &StepParams,
     geometry: &[Vec4],
@@ -466,7 +471,8 @@ fn hold(
         let spare = kept.iter().find(|k| k.id == id).map_or(0.0, |k| {
             let normal = k.impulse.dot(n);
             let tangent = k.impulse - normal * n;
-            (friction * normal.max(0.0) - tangent.dot(tangent).sqrt()).max(0.0) * (p.h / me.mass)
+            let share = (p.h / me.mass) / p.particle_iterations as f32;
+            (friction * normal.max(0.0) - tangent.dot(tangent).sqrt()).max(0.0) * share
         });
         let held = (-(n.dot(change) + gap.max(0.0))).max(0.0);
         change += held * n;
@@ -886,7 +892,7 @@ pub(crate) fn particle_contacts(
     // the velocity iterations, so they find the same contacts in the same order).
     let mut kept = std::mem::take(&mut grid.contacts);
     gather_kept(p, geometry, colliders, particles, grid, Gather::WarmStart, &mut scratch, &mut kept, parallel);
-    apply_changes(particles, grid, &scratch, false);
+    apply_changes(particles, grid, &scratch, with_bodies);
     for _ in 0..p.particle_iterations {
         gather_kept(p, geometry, colliders, particles, grid, Gather::Velocity, &mut scratch, &mut kept, parallel);
         if with_bodies {

@@ -81,6 +81,8 @@ pub(crate) struct ParticleArena {
     body_scan_sums: u32,
     /// Where the colliders' records start (`StepParams::particle_colliders`) and how many.
     colliders: (u32, u32),
+    /// Particles with kept contacts: all of them when particles meet each other, else none.
+    kept: u32,
     /// Vec4s of the particles' position and velocity changes, two per particle, and of their
     /// velocities at the start of the substep, one more when they bounce off each other.
     delta_vec4s: u64,
@@ -106,7 +108,9 @@ impl ParticleArena {
         let scan_sums = region(Scan::sums_needed(Radix::histogram_words(n) - 1));
         params.particle_cell_start = region(buckets);
         params.particle_counts = region(n);
-        params.particle_selected = region(n * PARTICLE_CONTACT_SLOTS);
+        // Kept contacts only when particles meet each other.
+        let kept = if params.particle_collisions != 0 { n } else { 0 };
+        params.particle_selected = region(kept * PARTICLE_CONTACT_SLOTS);
         let (plan, sorted) =
             Radix::plan(items, items_scratch, RADIX_ALL, n, histogram, &[(0, buckets.trailing_zeros().max(1))]);
         params.particle_items = items;
@@ -130,6 +134,7 @@ impl ParticleArena {
             plan,
             body_scan_sums,
             colliders: (params.particle_colliders, params.collider_count),
+            kept,
             delta_vec4s: if params.particle_restitution > 0.0 { 3 } else { 2 } * n as u64,
             slot_vec4s: 3 * slots as u64,
         }
@@ -146,13 +151,13 @@ impl ParticleArena {
             ("particle_work", 4 * self.words.max(1) as u64),
             ("particle_deltas", 16 * self.delta_vec4s.max(1)),
             ("particle_body_slots", 16 * self.slot_vec4s.max(1)),
-            ("particle_contacts", Self::contact_bytes(n)),
+            ("particle_contacts", self.contact_bytes()),
         ]
     }
 
-    /// Bytes of the kept contacts of `n` particles (at least one element).
-    fn contact_bytes(n: u32) -> u64 {
-        (size_of::<GpuParticleContact>() as u64 * PARTICLE_CONTACT_SLOTS as u64 * n as u64).max(16)
+    /// Bytes of the kept contacts (at least one element).
+    fn contact_bytes(&self) -> u64 {
+        (size_of::<GpuParticleContact>() as u64 * PARTICLE_CONTACT_SLOTS as u64 * self.kept as u64).max(16)
     }
 }
 
@@ -194,7 +199,7 @@ impl GpuParticles {
         let records: &[u32] = bytemuck::cast_slice(&colliders[..count as usize]);
         arena_words[first as usize..][..records.len()].copy_from_slice(records);
         let work = make("particle_work", bytemuck::cast_slice(&arena_words), storage | wgpu::BufferUsages::COPY_SRC)?;
-        let contacts = make("particle_contacts", &vec![0u8; ParticleArena::contact_bytes(n) as usize], storage)?;
+        let contacts = make("particle_contacts", &vec![0u8; arena.contact_bytes() as usize], storage)?;
         let deltas = make("particle_deltas", &vec![0u8; 16 * arena.delta_vec4s.max(1) as usize], storage)?;
         let slots = make("particle_body_slots", &vec![0u8; 16 * arena.slot_vec4s.max(1) as usize], storage)?;
 
@@ -443,9 +448,11 @@ mod tests {
     use super::*;
     use crate::Error;
 
-    /// The particle buffers for `n` particles among `bodies` bodies, laid out as a world's.
-    fn layout(n: u32, bodies: u32) -> [(&'static str, u64); 5] {
+    /// The particle buffers for `n` particles among `bodies` bodies, laid out as a world's, the
+    /// particles meeting each other or (`collisions` false) only the colliders.
+    fn layout_with(n: u32, bodies: u32, collisions: bool) -> [(&'static str, u64); 5] {
         let mut params = StepParams {
+            particle_collisions: u32::from(collisions),
             particle_hash_mask: n.max(64).next_power_of_two() - 1,
             particle_body_contacts: u32::from(bodies > 0),
             particle_body_capacity: if bodies > 0 { n * PARTICLE_BODY_SLOTS } else { 0 },
@@ -455,10 +462,14 @@ mod tests {
         ParticleArena::new(&mut params, n, bodies).buffer_bytes(n)
     }
 
+    fn layout(n: u32, bodies: u32) -> [(&'static str, u64); 5] {
+        layout_with(n, bodies, true)
+    }
+
     /// 10 million particles among 10,000 bodies: every buffer fits the 2 GiB - 1 binding that
     /// wgpu allows on every backend, 5.6 GB in all (an 80 GB GPU holds it fourteen times
     /// over), 3.3 GB without bodies; 12 million do not, and get a typed error naming the
-    /// buffer.
+    /// buffer. Particles that only meet the colliders keep no contacts.
     #[test]
     fn ten_million_particles_with_bodies_fit_one_binding_per_buffer() {
         let limits = wgpu::Limits {
@@ -474,8 +485,10 @@ mod tests {
         }
         assert!(total < 5_700_000_000, "{total} bytes");
         let without_bodies: u64 = layout(10_000_000, 0).iter().map(|(_, bytes)| bytes).sum();
-        eprintln!("without bodies: {without_bodies} bytes");
+        let alone: u64 = layout_with(10_000_000, 0, false).iter().map(|(_, bytes)| bytes).sum();
+        eprintln!("without bodies: {without_bodies} bytes; meeting only the colliders: {alone} bytes");
         assert!(without_bodies < 3_400_000_000, "{without_bodies} bytes without bodies");
+        assert!(alone < 1_000_000_000, "{alone} bytes for particles that meet only the colliders");
 
         let too_many = layout(12_000_000, 10_000);
         let failed =
