@@ -142,13 +142,15 @@ fn particle_accumulate(at: u32, n: vec3<f32>, vn: f32, vt: vec3<f32>, bias: f32,
     return impulse - old;
 }
 
-// The static colliders' hold on particle `me` (index i) against its push of a position
-// iteration: the part that would take it into a collider it touches beyond contact removed,
-// the part along it held back by Coulomb friction, up to mu times the removed part plus the
-// friction the contact had to spare in the last substep's velocity iterations, shared out over
-// the position iterations. Twin of `hold`.
-fn particle_hold(i: u32, me: Particle, push: vec3<f32>) -> vec3<f32> {
-    var change = push;
+// The static colliders' hold on particle `me` (index i) against its pushes of a position
+// iteration, from particles above it and the rest: the part that would take it into a collider
+// it touches beyond contact removed, the pushes from above along it held back by Coulomb
+// friction, up to mu times their removed part plus the friction the contact had to spare in
+// the last substep's velocity iterations, shared out over the position iterations. Twin of
+// `hold`.
+fn particle_hold(i: u32, me: Particle, from_above: vec3<f32>, others: vec3<f32>) -> vec3<f32> {
+    var change = from_above;
+    var rest = others;
     for (var ci = 0u; ci < params.collider_count; ci++) {
         let c = collider_at(ci);
         let field = particle_collider_distance(c, me.position);
@@ -177,8 +179,9 @@ fn particle_hold(i: u32, me: Particle, push: vec3<f32>) -> vec3<f32> {
         if len > 0.0 {
             change -= tangent * (min(len, friction * held + spare) / len);
         }
+        rest += max(-(dot3(n, change + rest) + max(gap, 0.0)), 0.0) * n;
     }
-    return change;
+    return change + rest;
 }
 
 // Over the 27 cells around particle i (each bucket once, in a fixed order), then the colliders:
@@ -212,6 +215,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
     }
     var seen: array<u32, 27>;
     var change = vec3<f32>(0.0);
+    var from_above = vec3<f32>(0.0);
     var count = 0u;
     var cell = 0u;
     for (var dz = -1; dz <= 1; dz++) {
@@ -274,10 +278,16 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     if mode == GATHER_POSITION {
                         if s < 0.0 {
                             let push = -s * mass;
-                            change += n * (push / me.mass);
                             let vt = dvel - dot3(dvel, n) * n;
                             let limit = params.particle_friction * push * params.inv_h;
-                            change += particle_friction_impulse(vec3<f32>(0.0), vt, limit, mass) * (params.h / me.mass);
+                            let delta = n * (push / me.mass) + particle_friction_impulse(vec3<f32>(0.0), vt, limit, mass) * (params.h / me.mass);
+                            // The pushes from particles above (along gravity) apart from the
+                            // others: the colliders hold only those back by friction.
+                            if dot3(n, params.gravity) > 0.0 {
+                                from_above += delta;
+                            } else {
+                                change += delta;
+                            }
                         }
                         continue;
                     }
@@ -320,7 +330,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
         return vec4<f32>(change, f32(count));
     }
     if mode == GATHER_POSITION {
-        return vec4<f32>(particle_hold(i, me, change), f32(count));
+        return vec4<f32>(particle_hold(i, me, from_above, change), f32(count));
     }
     for (var ci = 0u; ci < params.collider_count; ci++) {
         let col = collider_at(ci);

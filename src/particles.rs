@@ -55,14 +55,20 @@
 //!   pair decide alike whether it is kept (each selected the other among its closest) and hold
 //!   opposite impulses bit for bit, so momentum stays conserved.
 //! - The floor's hold. The position corrections that remove overlaps push the particles at a
-//!   heap's base outward a little every substep; a collider a particle rests on holds it back
-//!   by Coulomb friction, against `μ` times the push into it plus the friction it had to spare
-//!   there in the last substep's velocity iterations (a push is the impulse `m Δx / h`).
+//!   heap's base outward a little every substep; a collider a particle rests on holds the
+//!   pushes from the particles above it back by Coulomb friction, against `μ` times the push
+//!   into it plus the friction it had to spare there in the last substep's velocity iterations
+//!   (a push is the impulse `m Δx / h`). Pushes between particles side by side are not held,
+//!   so the overlaps a fall squeezes into a heap's lowest layer come out.
 //!
 //! Measured (tests/particles.rs): three particles in an arch stand for ever, as statics says
 //! (before, they fell in 1.5 s); a 30° cone of 801 stands still (its apex 0.2 mm lower after
 //! 4 s), where it used to spread to a third of its height; a 45° cone slumps, its apex 13 %
 //! lower, so the angle of repose lies between (30° to 35° for a 0.3 m cone, close to sand's).
+//! A collapsing column of 6,000 ends twice as high as it used to (10.9 against 5.6 cm after
+//! 3 s), its pairs overlapping by 1.0 mm on average instead of 2.7 (radius 1 cm): a fall still
+//! squeezes overlaps into a heap that the Jacobi position iterations remove only slowly,
+//! layer by layer.
 //!
 //! Particles bounce off each other and off bodies: a pair that closed faster than the
 //! restitution threshold at the start of the substep and would have met within it

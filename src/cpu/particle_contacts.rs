@@ -217,7 +217,7 @@ fn gather(
     // a position correction) must not divide by zero.
     let my_share = if mode == Gather::Count { 0.0 } else { grid.counts[i].max(1) as f32 / me.mass };
     let mut seen = [u32::MAX; 27];
-    let mut change = Vec3::ZERO;
+    let (mut change, mut from_above) = (Vec3::ZERO, Vec3::ZERO);
     let mut count = 0u32;
     let mut cell = 0usize;
     for dz in -1..=1 {
@@ -285,10 +285,17 @@ fn gather(
                             // impulse `push / h`, so the tangential relative velocity may lose
                             // up to `μ push / h`, applied like the push, in position and velocity.
                             let push = -s * mass;
-                            change += n * (push / me.mass);
                             let vt = dvel - dvel.dot(n) * n;
                             let limit = p.particle_friction * push * p.inv_h;
-                            change += friction_impulse(Vec3::ZERO, vt, limit, mass) * (p.h / me.mass);
+                            let delta =
+                                n * (push / me.mass) + friction_impulse(Vec3::ZERO, vt, limit, mass) * (p.h / me.mass);
+                            // The pushes from particles above (along gravity) apart from the
+                            // others: the colliders hold only those back by friction.
+                            if n.dot(p.gravity) > 0.0 {
+                                from_above += delta;
+                            } else {
+                                change += delta;
+                            }
                         }
                         continue;
                     }
@@ -330,7 +337,7 @@ fn gather(
     }
     if mode == Gather::Position {
         let kept = &grid.contacts[i * KEPT..][..KEPT];
-        return (hold(p, geometry, colliders, &me, change, kept), count);
+        return (hold(p, geometry, colliders, &me, from_above, change, kept), count);
     }
     for (index, c) in colliders.iter().enumerate() {
         let (d, n) = collider_distance(geometry, c, me.position);
@@ -439,27 +446,30 @@ fn accumulate(slot: &mut GpuParticleContact, n: Vec3, vn: f32, vt: Vec3, bias: f
     slot.impulse - old
 }
 
-/// The static colliders' hold on particle `me` against its push `change` of a position
-/// iteration. At each collider it touches (within the margin) the part of the push that would
-/// take it into the collider beyond contact is removed (the collider does not give way), and
-/// the push along the collider is held back by Coulomb friction: up to `μ` times that removed
-/// part, plus the friction the contact had to spare in the last substep's velocity iterations,
-/// `μ λ - |f|` of its impulse in `kept`, as a distance (`h / m` per N s), shared out over the
-/// position iterations. A push is the impulse `m Δx / h`, so with the velocity iterations'
-/// impulse (when it is about last substep's) the friction keeps within Coulomb's cone. Without
-/// the hold, a particle resting on the floor under a heap is pushed out from under it a little
-/// every substep by the corrections that remove the heap's overlaps, and no friction of the
-/// velocity iterations takes the distance back: the heap's base creeps outward for ever. Twin
-/// of `particle_hold`.
+/// The static colliders' hold on particle `me` against its pushes of a position iteration,
+/// `from_above` (by particles above it, along gravity) and the `rest`. At each collider it
+/// touches (within the margin) the part of the pushes that would take it into the collider
+/// beyond contact is removed (the collider does not give way), and the pushes from above along
+/// the collider are held back by Coulomb friction: up to `μ` times the part of them removed,
+/// plus the friction the contact had to spare in the last substep's velocity iterations, `μ λ -
+/// |f|` of its impulse in `kept`, as a distance (`h / m` per N s), shared out over the position
+/// iterations. A push is the impulse `m Δx / h`, so with the velocity iterations' impulse (when
+/// it is about last substep's) the friction keeps within Coulomb's cone. Without the hold, a
+/// particle resting on the floor under a heap is pushed out from under it a little every
+/// substep by the corrections that remove the heap's overlaps, and no friction of the velocity
+/// iterations takes the distance back: the heap's base creeps outward for ever. The other
+/// pushes, between particles side by side on the floor, remove overlaps that a fall squeezed
+/// into them, and are not held. Twin of `particle_hold`.
 fn hold(
     p: &StepParams,
     geometry: &[Vec4],
     colliders: &[GpuCollider],
     me: &GpuParticle,
-    push: Vec3,
+    from_above: Vec3,
+    rest: Vec3,
     kept: &[GpuParticleContact],
 ) -> Vec3 {
-    let mut change = push;
+    let (mut change, mut rest) = (from_above, rest);
     for (index, c) in colliders.iter().enumerate() {
         let (d, n) = collider_distance(geometry, c, me.position);
         let gap = d - me.radius;
@@ -481,8 +491,9 @@ fn hold(
         if len > 0.0 {
             change -= tangent * (len.min(friction * held + spare) / len);
         }
+        rest += (-(n.dot(change + rest) + gap.max(0.0))).max(0.0) * n;
     }
-    change
+    change + rest
 }
 
 /// A normal impulse plus the Coulomb friction impulse that takes at most `max_friction` off the
