@@ -531,6 +531,35 @@ pub fn bowl_mesh(radius: f32, thickness: f32, segments: u32, rings: u32) -> (Vec
     revolved_mesh(&profile, segments)
 }
 
+/// Particles of radius `r` (water density) in a face-centred cubic packing on the floor
+/// `y = 0`, clipped to a cone of `slope` degrees with base radius `base` about the y axis:
+/// hexagonal layers `r √(8/3)` apart (neighbours 1.001 diameters apart, not quite touching),
+/// each offset to the hollows of the one below. A slope below the particles' angle of repose
+/// stands; a steeper one slumps to it.
+pub fn particle_cone(r: f32, slope: f32, base: f32) -> Vec<crate::Particle> {
+    let a = 2.002 * r;
+    let (layer, tan) = (a * (2.0_f32 / 3.0).sqrt(), slope.to_radians().tan());
+    let n = (base / a) as i32 + 2;
+    let mut out = Vec::new();
+    for k in 0.. {
+        let y = r + k as f32 * layer;
+        if y > base * tan {
+            break;
+        }
+        // The layers' offsets cycle through the three hexagonal sites (A, B, C).
+        let (ox, oz) = [(0.0, 0.0), (0.5 * a, 0.5 * a / 3f32.sqrt()), (a, a / 3f32.sqrt())][k % 3];
+        for i in -2 * n..=2 * n {
+            for j in -n..=n {
+                let (x, z) = (a * (i as f32 + 0.5 * j as f32) + ox, a * 3f32.sqrt() * 0.5 * j as f32 + oz);
+                if y <= (base - (x * x + z * z).sqrt()) * tan {
+                    out.push(crate::Particle::new(Vec3::new(x, y, z), r));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `count` particles of radius 1 cm (water density) poured into a hemispherical SDF bowl (0.1 m
 /// wall, rim at y = 0) sized to hold them twice over: a jittered lattice of spacing 2.5 cm above
 /// the bowl, falling in, meeting the bowl and each other.

@@ -6,7 +6,7 @@ mod common;
 
 use signorini::ParticleState;
 use signorini::prelude::*;
-use signorini::scenes::Lcg;
+use signorini::scenes::{Lcg, particle_cone};
 
 fn world(gravity: Vec3) -> World {
     World::new(WorldDesc { gravity, ..WorldDesc::default() }).unwrap()
@@ -547,32 +547,6 @@ fn an_arch_of_three_particles_stands() {
     }
 }
 
-/// Particles of radius `r` in a face-centred cubic packing (hexagonal layers, neighbours 1.001
-/// diameters apart) on the floor, clipped to a cone of `slope` degrees with base radius `base`.
-fn cone(r: f32, slope: f32, base: f32) -> Vec<Particle> {
-    let a = 2.002 * r;
-    let (layer, tan) = (a * (2.0_f32 / 3.0).sqrt(), slope.to_radians().tan());
-    let n = (base / a) as i32 + 2;
-    let mut out = Vec::new();
-    for k in 0.. {
-        let y = r + k as f32 * layer;
-        if y > base * tan {
-            break;
-        }
-        // The layers' offsets cycle through the three hexagonal sites (A, B, C).
-        let (ox, oz) = [(0.0, 0.0), (0.5 * a, 0.5 * a / 3f32.sqrt()), (a, a / 3f32.sqrt())][k % 3];
-        for i in -2 * n..=2 * n {
-            for j in -n..=n {
-                let (x, z) = (a * (i as f32 + 0.5 * j as f32) + ox, a * 3f32.sqrt() * 0.5 * j as f32 + oz);
-                if y <= (base - (x * x + z * z).sqrt()) * tan {
-                    out.push(Particle::new(Vec3::new(x, y, z), r));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A heap's slope: a cone of 801 particles of radius 1 cm at 30°, below the angle of repose of
 /// frictional spheres that cannot roll (μ = 0.5; sand's is 30° to 35°), stands: after 4 s its
 /// apex is within 1 % of where it started, its rim where it was, nothing moves faster than
@@ -588,7 +562,7 @@ fn a_30_degree_cone_of_particles_stands_and_a_45_degree_cone_slumps() {
     for (slope, stands) in [(30.0, true), (45.0, false)] {
         let mut w = world(Vec3::new(0.0, -9.81, 0.0));
         w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
-        let count = w.add_particles(cone(r, slope, 0.2)).unwrap().len();
+        let count = w.add_particles(particle_cone(r, slope, 0.2)).unwrap().len();
         for mut solver in common::solvers(&w) {
             let start = solver.particle_states().unwrap();
             solver.step_many(240);
