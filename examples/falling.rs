@@ -9,6 +9,8 @@
 //! cargo run --release --example falling -- --scene rain --bodies 100000 # mixed shapes into a box
 //! ```
 
+mod common;
+
 use std::time::Instant;
 
 use clap::Parser;
@@ -78,27 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Scene::LargePyramid => pyramid(desc, 100)?.0,
         Scene::Rain => rain(desc, args.bodies, 1)?,
     };
-    let mut software = false;
-    let mut solver: Box<dyn Solver> = if args.cpu {
-        Box::new(CpuSolver::new(&world)?)
-    } else {
-        match GpuContext::new() {
-            Ok(gpu) => {
-                software = gpu.adapter().software;
-                if software {
-                    println!(
-                        "note: {} is a software adapter: correct, but its timings say nothing about a GPU",
-                        gpu.adapter()
-                    );
-                }
-                Box::new(GpuSolver::new(&gpu, &world)?)
-            }
-            Err(e) => {
-                println!("no GPU adapter ({e})\nrunning on the CPU reference solver instead");
-                Box::new(CpuSolver::new(&world)?)
-            }
-        }
-    };
+    let (mut solver, software) = common::solver(&world, args.cpu)?;
     println!("backend: {}", solver.backend());
     println!(
         "scene: {:?}, bodies: {}, planes: {}, steps: {} of {:.4} s",

@@ -9,6 +9,8 @@
 //! cargo run --release --example particles -- --cpu --particles 20000 --bodies 0
 //! ```
 
+mod common;
+
 use std::time::Instant;
 
 use clap::Parser;
@@ -84,22 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             world.add_body(RigidBodyDesc::dynamic(shape).density(400.0).position(x).orientation(rng.rotation()))
         })
         .collect::<Result<_, _>>()?;
-    let mut solver: Box<dyn Solver> = if args.cpu {
-        Box::new(CpuSolver::new(&world)?)
-    } else {
-        match GpuContext::new() {
-            Ok(gpu) => {
-                if gpu.adapter().software {
-                    println!("note: {} is a software adapter: its timings say nothing about a GPU", gpu.adapter());
-                }
-                Box::new(GpuSolver::new(&gpu, &world)?)
-            }
-            Err(e) => {
-                println!("no GPU adapter ({e})\nrunning on the CPU reference solver instead");
-                Box::new(CpuSolver::new(&world)?)
-            }
-        }
-    };
+    let (mut solver, _) = common::solver(&world, args.cpu)?;
     println!(
         "backend: {}; {} particles, {} bodies, {} steps",
         solver.backend(),

@@ -17,6 +17,8 @@
 //! degrees, its lattice's own, nothing faster than 0.3 mm/s); at friction 0.2 the 45 degree cone
 //! spreads to 18.9 degrees.
 
+mod common;
+
 use std::time::Instant;
 
 use clap::Parser;
@@ -78,22 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     world.add_plane(Plane::new(Vec3::Y, 0.0))?;
     world.add_particles(particle_cone(r, args.slope, args.base))?;
-    let mut solver: Box<dyn Solver> = if args.cpu {
-        Box::new(CpuSolver::new(&world)?)
-    } else {
-        match GpuContext::new() {
-            Ok(gpu) => {
-                if gpu.adapter().software {
-                    println!("note: {} is a software adapter: its timings say nothing about a GPU", gpu.adapter());
-                }
-                Box::new(GpuSolver::new(&gpu, &world)?)
-            }
-            Err(e) => {
-                println!("no GPU adapter ({e})\nrunning on the CPU reference solver instead");
-                Box::new(CpuSolver::new(&world)?)
-            }
-        }
-    };
+    let (mut solver, _) = common::solver(&world, args.cpu)?;
     println!(
         "backend: {}; {} particles of radius {r} m, friction {}, a cone built at {} degrees:\n  {}",
         solver.backend(),

@@ -7,11 +7,12 @@
 //! cargo run --release --example sdf_container -- --baked            # the bowl baked from a mesh
 //! ```
 
+mod common;
+
 use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use signorini::prelude::*;
 use signorini::scenes::{bench_desc, bowl_rain};
 
 #[derive(Parser)]
@@ -42,22 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.baked {
         println!("bowl baked from its mesh in {:.2} s", baking.elapsed().as_secs_f64());
     }
-    let mut solver: Box<dyn Solver> = if args.cpu {
-        Box::new(CpuSolver::new(&world)?)
-    } else {
-        match GpuContext::new() {
-            Ok(gpu) => {
-                if gpu.adapter().software {
-                    println!("note: {} is a software adapter: its timings say nothing about a GPU", gpu.adapter());
-                }
-                Box::new(GpuSolver::new(&gpu, &world)?)
-            }
-            Err(e) => {
-                println!("no GPU adapter ({e})\nrunning on the CPU reference solver instead");
-                Box::new(CpuSolver::new(&world)?)
-            }
-        }
-    };
+    let (mut solver, _) = common::solver(&world, args.cpu)?;
     println!("backend: {}", solver.backend());
     println!(
         "{} bodies into a bowl of radius {radius:.2} m ({}), {} steps",

@@ -142,6 +142,16 @@ fn particle_accumulate(at: u32, n: vec3<f32>, vn: f32, vt: vec3<f32>, bias: f32,
     return impulse - old;
 }
 
+// A kept contact's impulse change in slot `at`: for the warm start it keeps contact `id` and
+// returns last substep's impulse, for a velocity iteration one iteration's change. Twin of
+// `kept_impulse`.
+fn particle_kept_impulse(mode: u32, at: u32, last: ptr<function, array<vec4<u32>, PARTICLE_CONTACT_SLOTS>>, id: u32, n: vec3<f32>, vn: f32, vt: vec3<f32>, bias: f32, friction: f32, mass: f32) -> vec3<f32> {
+    if mode == GATHER_WARM_START {
+        return particle_warm_impulse(at, last, id, n, friction);
+    }
+    return particle_accumulate(at, n, vn, vt, bias, friction, mass);
+}
+
 // The static colliders' hold on particle `me` (index i) against its pushes of a position
 // iteration, from particles above it and the rest: the part that would take it into a collider
 // it touches beyond contact removed, the pushes from above along it held back by Coulomb
@@ -302,14 +312,8 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                         keep = contacts[base + slot].w == j + 1u;
                     }
                     if keep {
-                        var impulse: vec3<f32>;
-                        if mode == GATHER_WARM_START {
-                            impulse = particle_warm_impulse(base + slot, &last, j + 1u, n, params.particle_friction);
-                        } else {
-                            impulse = particle_accumulate(base + slot, n, vn, dvel - vn * n, bias, params.particle_friction, mass);
-                        }
+                        change += particle_kept_impulse(mode, base + slot, &last, j + 1u, n, vn, dvel - vn * n, bias, params.particle_friction, mass) * (1.0 / me.mass);
                         slot += 1u;
-                        change += impulse * (1.0 / me.mass);
                         continue;
                     }
                     if mode == GATHER_WARM_START {
@@ -352,14 +356,8 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
         // in the same order.
         let id = PARTICLE_CONTACT_COLLIDER | ci;
         if kept && slot < PARTICLE_CONTACT_SLOTS && (mode == GATHER_WARM_START || contacts[base + slot].w == id) {
-            var impulse: vec3<f32>;
-            if mode == GATHER_WARM_START {
-                impulse = particle_warm_impulse(base + slot, &last, id, n, friction);
-            } else {
-                impulse = particle_accumulate(base + slot, n, vn, me.velocity - vn * n, bias, friction, mass);
-            }
+            change += particle_kept_impulse(mode, base + slot, &last, id, n, vn, me.velocity - vn * n, bias, friction, mass) * (1.0 / me.mass);
             slot += 1u;
-            change += impulse * (1.0 / me.mass);
             continue;
         }
         if mode == GATHER_WARM_START {

@@ -311,12 +311,9 @@ fn gather(
                     };
                     if let Some(c) = kept.get_mut(slot).filter(|_| keep) {
                         slot += 1;
-                        let impulse = if mode == Gather::WarmStart {
-                            warm_impulse(c, &last, j as u32 + 1, n, p.particle_friction)
-                        } else {
-                            accumulate(c, n, vn, dvel - vn * n, bias, p.particle_friction, mass)
-                        };
-                        change += impulse * (1.0 / me.mass);
+                        let (vt, friction) = (dvel - vn * n, p.particle_friction);
+                        change += kept_impulse(mode, c, &last, j as u32 + 1, n, vn, vt, bias, friction, mass)
+                            * (1.0 / me.mass);
                         continue;
                     }
                     if mode == Gather::WarmStart {
@@ -358,12 +355,8 @@ fn gather(
         let id = PARTICLE_CONTACT_COLLIDER | index as u32;
         if let Some(c) = kept.get_mut(slot).filter(|c| mode == Gather::WarmStart || c.id == id) {
             slot += 1;
-            let impulse = if mode == Gather::WarmStart {
-                warm_impulse(c, &last, id, n, friction)
-            } else {
-                accumulate(c, n, vn, me.velocity - vn * n, bias, friction, mass)
-            };
-            change += impulse * (1.0 / me.mass);
+            let vt = me.velocity - vn * n;
+            change += kept_impulse(mode, c, &last, id, n, vn, vt, bias, friction, mass) * (1.0 / me.mass);
             continue;
         }
         if mode == Gather::WarmStart {
@@ -389,6 +382,30 @@ fn select(nearest: &mut [(f32, u32); KEPT], s: f32, id: u32) {
         k -= 1;
     }
     nearest[k] = (s, id);
+}
+
+/// A kept contact's impulse change: for [`Gather::WarmStart`] it keeps contact `id` in `slot`
+/// and returns last substep's impulse ([`warm_impulse`]), for [`Gather::Velocity`] one
+/// iteration's change ([`accumulate`]). Twin of `particle_kept_impulse`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn kept_impulse(
+    mode: Gather,
+    slot: &mut GpuParticleContact,
+    last: &[GpuParticleContact; KEPT],
+    id: u32,
+    n: Vec3,
+    vn: f32,
+    vt: Vec3,
+    bias: f32,
+    friction: f32,
+    mass: f32,
+) -> Vec3 {
+    if mode == Gather::WarmStart {
+        warm_impulse(slot, last, id, n, friction)
+    } else {
+        accumulate(slot, n, vn, vt, bias, friction, mass)
+    }
 }
 
 /// Keeps contact `id` (along `n`, friction coefficient `friction`) in `slot`, with its
