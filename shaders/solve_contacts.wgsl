@@ -105,15 +105,23 @@ fn largest_eigenvalue(a: f32, b: f32, c: f32) -> f32 {
     return 0.5 * (a + c) + sqrt(half_diff * half_diff + b * b);
 }
 
-// Twin of `friction_update`: exact Newton step when it sticks, projected gradient when it slides.
-fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k11: f32, k12: f32, k22: f32, max_friction: f32) -> vec2<f32> {
-    let det = k11 * k22 - k12 * k12;
-    let n1 = j1 - (k22 * vt1 - k12 * vt2) / det;
-    let n2 = j2 - (k11 * vt2 - k12 * vt1) / det;
+// Twin of `PointMasses`'s tangent part (`point_masses`): the inverse of the tangent block
+// `[[k11, k12], [k12, k22]]` as its entries (1, 1), minus (1, 2) and (2, 2), and the sliding
+// step `1 / λmax`.
+fn friction_factors(k11: f32, k12: f32, k22: f32) -> vec4<f32> {
+    let inv_det = 1.0 / (k11 * k22 - k12 * k12);
+    return vec4<f32>(k22 * inv_det, k12 * inv_det, k11 * inv_det, 1.0 / largest_eigenvalue(k11, k12, k22));
+}
+
+// Twin of `friction_update`: exact Newton step when it sticks, projected gradient when it
+// slides; `f` from `friction_factors`.
+fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, f: vec4<f32>, max_friction: f32) -> vec2<f32> {
+    let n1 = j1 - (f.x * vt1 - f.y * vt2);
+    let n2 = j2 - (f.z * vt2 - f.y * vt1);
     if n1 * n1 + n2 * n2 <= max_friction * max_friction {
         return vec2<f32>(n1, n2);
     }
-    let step = 1.0 / largest_eigenvalue(k11, k12, k22);
+    let step = f.w;
     var g1 = j1 - step * vt1;
     var g2 = j2 - step * vt2;
     let len_sq = g1 * g1 + g2 * g2;
@@ -154,8 +162,9 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<fu
     if count < 2.0 {
         return vec2<f32>(0.0, 0.0);
     }
-    ra = ra / count;
-    rb = rb / count;
+    let inv_count = 1.0 / count;
+    ra = ra * inv_count;
+    rb = rb * inv_count;
     let k = ma.inv_mass + mb.inv_mass + rotational(ma, ra, n, n) + rotational(mb, rb, n, n);
     let vn = dot3(n, velocity_at(mb, rb) - velocity_at(ma, ra));
     return vec2<f32>(-(count * vn + residual) / (count * count * k + compliance), j_min);
@@ -286,7 +295,7 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         let b = bias[k];
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
         let c = (*m).points[k];
-        let impulse = -b.mass_scale / k_n[k] * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
+        let impulse = -b.mass_scale * (1.0 / k_n[k]) * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
         let new_impulse = max(c.normal_impulse + impulse, 0.0);
         let applied = new_impulse - c.normal_impulse;
         (*m).points[k].normal_impulse = new_impulse;
@@ -301,7 +310,8 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         let k22 = dot3(t2, t2) * inv_mass + rotational(*ma, g.ra, t2, t2) + rotational(*mb, g.rb, t2, t2);
         let dv = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
         let c = (*m).points[k];
-        let j = friction_update(c.tangent_impulse_1, c.tangent_impulse_2, dot3(t1, dv), dot3(t2, dv), k11, k12, k22, (*m).friction * c.normal_impulse);
+        let f = friction_factors(k11, k12, k22);
+        let j = friction_update(c.tangent_impulse_1, c.tangent_impulse_2, dot3(t1, dv), dot3(t2, dv), f, (*m).friction * c.normal_impulse);
         let impulse = (j.x - c.tangent_impulse_1) * t1 + (j.y - c.tangent_impulse_2) * t2;
         (*m).points[k].tangent_impulse_1 = j.x;
         (*m).points[k].tangent_impulse_2 = j.y;

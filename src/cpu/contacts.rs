@@ -144,19 +144,48 @@ impl ContactState {
 /// unsplit bodies. Between two position updates these do not change, so the warm start and
 /// the iterations of a substep share one computation (the same arithmetic as computing them in
 /// each pass: results are bit-identical, and so is the agreement with the GPU). Laid out as
-/// 56 `f32`s, seven rows of eight, which the lane sweeps load by transposing.
+/// 64 `f32`s, eight rows of eight, which the lane sweeps load by transposing.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Prepared {
     pub(crate) t1: Vec3,
     pub(crate) t2: Vec3,
     pub(crate) geo: [Geometry; 4],
-    /// Per point: `k_n`, `k11`, `k12`, `k22` (normal, then tangent block).
-    pub(crate) k: [[f32; 4]; 4],
-    /// Unused: pads to seven rows of eight `f32`s.
+    /// Per point: its effective masses, with the reciprocals the passes use.
+    pub(crate) masses: [PointMasses; 4],
+    /// Unused: pads to eight rows of eight `f32`s.
     pub(crate) _pad: [f32; 6],
 }
-const _: () = assert!(size_of::<Prepared>() == 56 * 4);
+const _: () = assert!(size_of::<Prepared>() == 64 * 4);
+
+/// A contact point's inverse effective masses as every pass reads them: `k_n` along the normal,
+/// and the reciprocals of the normal and tangent ones, so that no pass divides. Twin of
+/// `point_masses` in shaders/solve_contacts.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct PointMasses {
+    /// `k_n`, the inverse effective mass along the normal (the soft compliance scales it).
+    pub(crate) k_n: f32,
+    /// `1 / k_n`.
+    pub(crate) normal_mass: f32,
+    /// The inverse of the tangent block `[[k11, k12], [k12, k22]]`: its entries (1, 1), minus
+    /// (1, 2), and (2, 2), for the sticking Newton step of [`friction_update`].
+    pub(crate) newton: [f32; 3],
+    /// `1 / λmax` of the tangent block, the sliding projected-gradient step.
+    pub(crate) tangent_step: f32,
+}
+
+/// [`PointMasses`] from a point's `k_n`, `k11`, `k12`, `k22` ([`effective_masses`]).
+#[inline(always)]
+pub(crate) fn point_masses([k_n, k11, k12, k22]: [f32; 4]) -> PointMasses {
+    let inv_det = 1.0 / (k11 * k22 - k12 * k12);
+    PointMasses {
+        k_n,
+        normal_mass: 1.0 / k_n,
+        newton: [k22 * inv_det, k12 * inv_det, k11 * inv_det],
+        tangent_step: 1.0 / super::stages::largest_eigenvalue(k11, k12, k22),
+    }
+}
 
 /// A grid item of the broad phase in sorted order (see `ContactState::sorted`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -1218,11 +1247,15 @@ fn solve_run(
     while k < solving.len() {
         // Sweeps over manifolds that cannot bounce go eight or four at a time (bit-identical).
         if let Pass::Solve(use_bias) = pass
-            && let Some(n) = [8, 4]
+            && let Some(n) = [16, 8, 4]
                 .into_iter()
                 .find(|&n| k + n <= solving.len() && solving[k..k + n].iter().all(|m| m.restitution <= 0.0))
         {
-            let sweep = if n == 8 { super::lanes::solve8 } else { super::lanes::solve4 };
+            let sweep = match n {
+                16 => super::lanes::solve16,
+                8 => super::lanes::solve8,
+                _ => super::lanes::solve4,
+            };
             let (ms, q, o) = (&mut solving[k..k + n], &prepared[k..k + n], &mut out[k..k + n]);
             sweep(p, ms, q, motions, softs, use_bias, o);
             k += n;
@@ -1339,7 +1372,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         t1: Vec3::ZERO,
         t2: Vec3::ZERO,
         geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
-        k: [[0.0; 4]; 4],
+        masses: [PointMasses::default(); 4],
         _pad: [0.0; 6],
     };
     cs.prepared.resize(cs.solving.len(), empty);
@@ -1374,7 +1407,7 @@ fn prepare_one(w: &BodyView, ma: &Motion, mb: &Motion, m: &GpuManifold, p: &mut 
     (p.t1, p.t2) = tangent_basis(n);
     for k in 0..m.count as usize {
         p.geo[k] = geometry(w, m, &m.points[k]);
-        p.k[k] = effective_masses(ma, mb, &p.geo[k], n, p.t1, p.t2);
+        p.masses[k] = point_masses(effective_masses(ma, mb, &p.geo[k], n, p.t1, p.t2));
     }
 }
 
@@ -1554,10 +1587,10 @@ fn manifold_pass(
         // By body, in `warm_start_bodies`.
         Pass::WarmStart => {}
         Pass::Solve(use_bias) => {
-            let mut k = prep.k;
+            let mut k = prep.masses;
             if split {
                 for (k, g) in k.iter_mut().zip(geo).take(count) {
-                    *k = effective_masses(ma, mb, g, n, t1, t2);
+                    *k = point_masses(effective_masses(ma, mb, g, n, t1, t2));
                 }
             }
             let soft = softness(p, ma, mb);
@@ -1565,7 +1598,7 @@ fn manifold_pass(
             for ((c, g), k) in m.points[..count].iter_mut().zip(geo).zip(&k) {
                 let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
                 let vn = n.dot(mb.at(g.rb) - ma.at(g.ra));
-                let impulse = -mass_scale / k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
+                let impulse = -mass_scale * k.normal_mass * (vn + bias) - impulse_scale * c.normal_impulse;
                 let new_impulse = (c.normal_impulse + impulse).max(0.0);
                 let applied = new_impulse - c.normal_impulse;
                 c.normal_impulse = new_impulse;
@@ -1580,9 +1613,7 @@ fn manifold_pass(
                     c.tangent_impulse_2,
                     vt1,
                     vt2,
-                    k[1],
-                    k[2],
-                    k[3],
+                    k,
                     m.friction * c.normal_impulse,
                 );
                 let impulse = (j1 - c.tangent_impulse_1) * t1 + (j2 - c.tangent_impulse_2) * t2;
@@ -1599,25 +1630,16 @@ fn manifold_pass(
 /// Newton step `j - K⁻¹ v_t` when it lands in the disk, so one sweep stops the slip. Sliding:
 /// the projected-gradient step `P(j - v_t / λmax(K))`, whose fixed point is the maximum-
 /// dissipation impulse (projecting the Newton step instead tilts the impulse off the slip
-/// direction when `K` is anisotropic and weakens friction; see the plane stage).
-#[allow(clippy::too_many_arguments)]
+/// direction when `K` is anisotropic and weakens friction; see the plane stage). `K⁻¹` and
+/// `1 / λmax(K)` come precomputed in `k`.
 #[inline]
-pub(crate) fn friction_update(
-    j1: f32,
-    j2: f32,
-    vt1: f32,
-    vt2: f32,
-    k11: f32,
-    k12: f32,
-    k22: f32,
-    max: f32,
-) -> (f32, f32) {
-    let det = k11 * k22 - k12 * k12;
-    let (n1, n2) = (j1 - (k22 * vt1 - k12 * vt2) / det, j2 - (k11 * vt2 - k12 * vt1) / det);
+pub(crate) fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, k: &PointMasses, max: f32) -> (f32, f32) {
+    let [w11, w12, w22] = k.newton;
+    let (n1, n2) = (j1 - (w11 * vt1 - w12 * vt2), j2 - (w22 * vt2 - w12 * vt1));
     if n1 * n1 + n2 * n2 <= max * max {
         return (n1, n2);
     }
-    let step = 1.0 / super::stages::largest_eigenvalue(k11, k12, k22);
+    let step = k.tangent_step;
     let (mut g1, mut g2) = (j1 - step * vt1, j2 - step * vt2);
     let len_sq = g1 * g1 + g2 * g2;
     if len_sq > max * max {
@@ -1636,7 +1658,7 @@ fn coarse_correction(
     p: &StepParams,
     m: &mut GpuManifold,
     geo: &[Geometry; 4],
-    k: &[[f32; 4]; 4],
+    k: &[PointMasses; 4],
     ma: &mut Motion,
     mb: &mut Motion,
     soft: Soft,
@@ -1655,7 +1677,7 @@ fn coarse_correction(
             ra += g.ra;
             rb += g.rb;
             let (bias, mass_scale, impulse_scale) = contact_bias(p, soft, g.separation, use_bias);
-            let c_i = contact_compliance(mass_scale, impulse_scale, k[0]);
+            let c_i = contact_compliance(mass_scale, impulse_scale, k.k_n);
             residual += bias + c_i * c.normal_impulse;
             compliance += c_i;
             j_min = j_min.min(c.normal_impulse);
@@ -1663,7 +1685,8 @@ fn coarse_correction(
         if count < 2.0 {
             return (0.0, 0.0);
         }
-        let (ra, rb) = (ra / count, rb / count);
+        let inv_count = 1.0 / count;
+        let (ra, rb) = (ra * inv_count, rb * inv_count);
         let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
         let vn = n.dot(mb.at(rb) - ma.at(ra));
         (-(count * vn + residual) / (count * count * k + compliance), j_min)
@@ -2204,8 +2227,10 @@ mod tests {
             };
             let bits = |p: &Prepared, count: usize| {
                 let mut out = vec![p.t1.to_array(), p.t2.to_array()];
-                for (g, k) in p.geo.iter().zip(&p.k).take(count) {
-                    out.extend([g.ra.to_array(), g.rb.to_array(), [g.separation, k[0], k[1]], [k[2], k[3], 0.0]]);
+                for (g, k) in p.geo.iter().zip(&p.masses).take(count) {
+                    let [w11, w12, w22] = k.newton;
+                    out.extend([g.ra.to_array(), g.rb.to_array(), [g.separation, k.k_n, k.normal_mass]]);
+                    out.extend([[w11, w12, w22], [k.tangent_step, 0.0, 0.0]]);
                 }
                 out.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
             };
@@ -2213,7 +2238,7 @@ mod tests {
             for width in [4, 8] {
                 for ms in cs.solving.chunks_exact(width) {
                     // From NaN, so that whatever the lane code fails to write shows.
-                    let nan = bytemuck::cast::<[f32; 56], Prepared>([f32::NAN; 56]);
+                    let nan = bytemuck::cast::<[f32; 64], Prepared>([f32::NAN; 64]);
                     let mut lanes = vec![nan; width];
                     if width == 8 {
                         super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
@@ -2390,12 +2415,13 @@ mod tests {
         assert!(tested >= 20 && odd, "{tested} poses; a shape with a remainder past four: {odd}");
     }
 
-    /// The sweeps (biased and relax) in four and in eight lanes give bit for bit the impulses and
+    /// The sweeps (biased and relax) in four, eight and sixteen lanes give bit for bit the impulses and
     /// velocities of the manifold-at-a-time sweeps, on a settling pile of boxes with one to four
     /// points per manifold and contacts against its static container.
     #[test]
     fn lane_sweeps_match_one_manifold_at_a_time() {
         eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());
+        eprintln!("sixteen lanes in one AVX-512 register: {}", super::super::lanes::has_avx512());
         use crate::solver::Solver;
         let world = crate::scenes::box_pile(crate::scenes::bench_desc(), 400, 3).unwrap();
         let mut solver = crate::cpu::CpuSolver::new(&world).unwrap();
@@ -2422,7 +2448,7 @@ mod tests {
         for use_bias in [true, false] {
             for c in 0..p.max_colors as usize {
                 let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-                for (width, k) in [4, 8]
+                for (width, k) in [4, 8, 16]
                     .into_iter()
                     .flat_map(|n| (start..end).step_by(n).filter(move |k| k + n <= end).map(move |k| (n, k)))
                 {
@@ -2442,8 +2468,12 @@ mod tests {
                     }
                     let (mut lanes, mut lane_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
                     let q = &cs.prepared[k..k + width];
-                    let mut out = [[Vec3::ZERO; 4]; 8];
-                    let sweep = if width == 8 { super::super::lanes::solve8 } else { super::super::lanes::solve4 };
+                    let mut out = [[Vec3::ZERO; 4]; 16];
+                    let sweep = match width {
+                        16 => super::super::lanes::solve16,
+                        8 => super::super::lanes::solve8,
+                        _ => super::super::lanes::solve4,
+                    };
                     sweep(p, &mut lanes, q, &motions, softs, use_bias, &mut out);
                     for (m, o) in lanes.iter().zip(&out) {
                         let (a, b) = (m.body_a as usize, m.body_b as usize);
@@ -2467,7 +2497,7 @@ mod tests {
                 }
             }
         }
-        assert!(groups > 100, "{groups} groups of four or eight");
+        assert!(groups > 100, "{groups} groups of four, eight or sixteen");
         assert!(point_counts[1..].iter().all(|&n| n > 0), "manifolds by point count {point_counts:?}");
         assert!(against_static > 20, "{against_static} manifolds against the container");
     }

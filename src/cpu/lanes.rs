@@ -1,8 +1,9 @@
 //! Several manifolds (or bodies, or points) at once, one in each lane of a SIMD vector: four in
-//! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), or eight in an AVX
-//! register where the processor has AVX (checked at run time; the same code, [`Lanes`] over
-//! either width). The sweeps ([`solve4`], [`solve8`]) take manifolds of one color, which share
-//! no dynamic body, so the lanes are independent; the preparation ([`prepare4`],
+//! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), eight in an AVX
+//! register where the processor has AVX, and for the sweeps sixteen in an AVX-512 register
+//! where it has AVX-512F (checked at run time; the same code, [`Lanes`] over each width). The
+//! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
+//! dynamic body, so the lanes are independent; the preparation ([`prepare4`],
 //! [`prepare8`]) takes any, since it only reads the bodies; so do the velocity integration
 //! ([`integrate4`], [`integrate8`]) and a polytope's world points and planes
 //! ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
@@ -27,7 +28,7 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::contacts::{Geometry, Motion, Prepared, Soft};
+use super::contacts::{Geometry, Motion, PointMasses, Prepared, Soft};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
 };
@@ -172,7 +173,7 @@ mod avx {
 
     /// Eight `f32` lanes.
     #[derive(Clone, Copy)]
-    pub(super) struct F8(__m256);
+    pub(super) struct F8(pub(super) __m256);
 
     /// Eight lane conditions: all bits of a lane set or clear, as AVX compares give them.
     #[derive(Clone, Copy)]
@@ -351,6 +352,199 @@ mod avx {
     }
 }
 
+/// Sixteen lanes in an AVX-512 register.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+    use std::ops::{Add, BitAnd, BitOr, Div, Mul, Neg, Not, Sub};
+
+    use super::Lanes;
+    use super::avx::F8;
+
+    // SAFETY (every `unsafe` block of this module): `F16` is only made and used inside
+    // `#[target_feature(enable = "avx512f")]` functions (`solve16_avx512`), into which these
+    // `#[inline(always)]` methods are inlined, and those run only after
+    // `is_x86_feature_detected!("avx512f")` said the processor has AVX-512F (which implies
+    // AVX). None of the intrinsics reads or writes memory through a pointer except the
+    // unaligned loads and stores of `F8` and of arrays of sixteen `f32`.
+
+    /// Sixteen `f32` lanes.
+    #[derive(Clone, Copy)]
+    pub(super) struct F16(__m512);
+
+    /// Sixteen lane conditions, one bit each (an AVX-512 mask register).
+    #[derive(Clone, Copy)]
+    pub(super) struct M16(__mmask16);
+
+    macro_rules! binary {
+        ($trait:ident, $method:ident, $intrinsic:ident) => {
+            impl $trait for F16 {
+                type Output = F16;
+                #[inline(always)]
+                fn $method(self, o: F16) -> F16 {
+                    unsafe { F16($intrinsic(self.0, o.0)) }
+                }
+            }
+        };
+    }
+    binary!(Add, add, _mm512_add_ps);
+    binary!(Sub, sub, _mm512_sub_ps);
+    binary!(Mul, mul, _mm512_mul_ps);
+    binary!(Div, div, _mm512_div_ps);
+
+    impl BitAnd for M16 {
+        type Output = M16;
+        #[inline(always)]
+        fn bitand(self, o: M16) -> M16 {
+            M16(self.0 & o.0)
+        }
+    }
+
+    impl BitOr for M16 {
+        type Output = M16;
+        #[inline(always)]
+        fn bitor(self, o: M16) -> M16 {
+            M16(self.0 | o.0)
+        }
+    }
+
+    impl Not for M16 {
+        type Output = M16;
+        #[inline(always)]
+        fn not(self) -> M16 {
+            M16(!self.0)
+        }
+    }
+
+    impl Neg for F16 {
+        type Output = F16;
+        /// Flips the sign bit, as `Vec4`'s negation does.
+        #[inline(always)]
+        fn neg(self) -> F16 {
+            unsafe {
+                F16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_set1_epi32(i32::MIN), _mm512_castps_si512(self.0))))
+            }
+        }
+    }
+
+    /// The register of lanes 0-7 (`lo`) and 8-15 (`hi`).
+    #[inline(always)]
+    fn join(lo: F8, hi: F8) -> F16 {
+        unsafe {
+            let lo = _mm512_castps_pd(_mm512_castps256_ps512(lo.0));
+            F16(_mm512_castpd_ps(_mm512_insertf64x4::<1>(lo, _mm256_castps_pd(hi.0))))
+        }
+    }
+
+    /// Lanes 0-7 and 8-15.
+    #[inline(always)]
+    fn halves(v: F16) -> (F8, F8) {
+        unsafe {
+            let hi = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v.0));
+            (F8(_mm512_castps512_ps256(v.0)), F8(_mm256_castpd_ps(hi)))
+        }
+    }
+
+    macro_rules! compare {
+        ($($method:ident: $predicate:ident),*) => {
+            $(
+                #[inline(always)]
+                fn $method(self, o: Self) -> M16 {
+                    unsafe { M16(_mm512_cmp_ps_mask::<$predicate>(self.0, o.0)) }
+                }
+            )*
+        };
+    }
+
+    impl Lanes for F16 {
+        type Mask = M16;
+        type Array = [f32; 16];
+        const N: usize = 16;
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            debug_assert!(super::avx512_detected());
+            unsafe { F16(_mm512_set1_ps(x)) }
+        }
+        #[inline(always)]
+        fn from_fn(f: impl Fn(usize) -> f32) -> Self {
+            debug_assert!(super::avx512_detected());
+            unsafe {
+                F16(_mm512_setr_ps(
+                    f(0),
+                    f(1),
+                    f(2),
+                    f(3),
+                    f(4),
+                    f(5),
+                    f(6),
+                    f(7),
+                    f(8),
+                    f(9),
+                    f(10),
+                    f(11),
+                    f(12),
+                    f(13),
+                    f(14),
+                    f(15),
+                ))
+            }
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f32; 16] {
+            let mut out = [0.0; 16];
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr(), self.0) };
+            out
+        }
+        /// `vminps`'s operand order, as `Vec4::min` (the second operand where either is NaN
+        /// or both are zeros).
+        #[inline(always)]
+        fn min(self, o: Self) -> Self {
+            unsafe { F16(_mm512_min_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { F16(_mm512_max_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { F16(_mm512_sqrt_ps(self.0)) }
+        }
+        // The predicates of SSE's `cmpgt`, `cmpge`, `cmplt`, `cmple`, `cmpeq` and `cmpneq`.
+        compare!(gt: _CMP_GT_OS, ge: _CMP_GE_OS, lt: _CMP_LT_OS, le: _CMP_LE_OS, eq: _CMP_EQ_OQ, ne: _CMP_NEQ_UQ);
+        #[inline(always)]
+        fn select(mask: M16, a: Self, b: Self) -> Self {
+            unsafe { F16(_mm512_mask_blend_ps(mask.0, b.0, a.0)) }
+        }
+        #[inline(always)]
+        fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
+            let (lo, hi) = (F8::transpose8(&row), F8::transpose8(|l| row(l + 8)));
+            [
+                join(lo[0], hi[0]),
+                join(lo[1], hi[1]),
+                join(lo[2], hi[2]),
+                join(lo[3], hi[3]),
+                join(lo[4], hi[4]),
+                join(lo[5], hi[5]),
+                join(lo[6], hi[6]),
+                join(lo[7], hi[7]),
+            ]
+        }
+        #[inline(always)]
+        fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
+            let (lo, hi) = (F8::transpose4(&row), F8::transpose4(|l| row(l + 8)));
+            [join(lo[0], hi[0]), join(lo[1], hi[1]), join(lo[2], hi[2]), join(lo[3], hi[3])]
+        }
+        #[inline(always)]
+        fn untranspose4(v: [Self; 4], mut write: impl FnMut(usize, [f32; 4])) {
+            // No `map`: its closure would be a function of its own, compiled without AVX-512.
+            let ((l0, h0), (l1, h1)) = (halves(v[0]), halves(v[1]));
+            let ((l2, h2), (l3, h3)) = (halves(v[2]), halves(v[3]));
+            F8::untranspose4([l0, l1, l2, l3], &mut write);
+            F8::untranspose4([h0, h1, h2, h3], |l, r| write(l + 8, r));
+        }
+    }
+}
+
 /// `N` `Vec3`s, one per lane.
 #[derive(Clone, Copy)]
 struct V3<L> {
@@ -396,11 +590,6 @@ impl<L: Lanes> V3<L> {
     #[inline(always)]
     fn scale(self, s: L) -> Self {
         Self { x: self.x * s, y: self.y * s, z: self.z * s }
-    }
-
-    #[inline(always)]
-    fn div(self, s: L) -> Self {
-        Self { x: self.x / s, y: self.y / s, z: self.z / s }
     }
 
     /// The lane-wise product of each component, as `Vec3 * Vec3`.
@@ -514,8 +703,9 @@ struct Point<L: Lanes> {
     ra: V3<L>,
     rb: V3<L>,
     separation: L,
-    /// `k_n`, `k11`, `k12`, `k22`.
-    k: [L; 4],
+    /// `k_n`, `1 / k_n`, the inverse tangent block's three entries and the tangent step (the
+    /// fields of [`PointMasses`]).
+    k: [L; 6],
     normal_impulse: L,
     tangent_impulse_1: L,
     tangent_impulse_2: L,
@@ -587,7 +777,8 @@ fn centroid_step<L: Lanes>(
         j_min = L::select(on, j_min.min(c.normal_impulse), j_min);
     }
     let enough = count.ge(L::splat(2.0));
-    let (ra, rb) = (ra.div(count), rb.div(count));
+    let inv_count = one / count;
+    let (ra, rb) = (ra.scale(inv_count), rb.scale(inv_count));
     let k = ma.inv_mass + mb.inv_mass + ma.rotational(ra, n, n) + mb.rotational(rb, n, n);
     let vn = n.dot(mb.at(rb).sub(ma.at(ra)));
     let share = -(count * vn + residual) / (count * count * k + compliance);
@@ -636,7 +827,7 @@ fn solve<L: Lanes>(
     // loaded points allow.
     // `contact_compliance` with the lanes' one division hoisted: a point's mass scale is its
     // lane's or, where its impulse scale is zero, one.
-    let inv_mass_scale = L::splat(1.0) / soft.mass_scale;
+    let inv_mass_scale = L::select(fixed, L::splat(1.0 / statics.mass_scale), L::splat(1.0 / contacts.mass_scale));
     let biases = [
         point_bias(p, &soft, &points[0], inv_mass_scale),
         point_bias(p, &soft, &points[1], inv_mass_scale),
@@ -660,7 +851,7 @@ fn solve<L: Lanes>(
     for (c, b) in points.iter_mut().zip(&biases) {
         let (bias, mass_scale, impulse_scale) = (b.bias, b.mass_scale, b.impulse_scale);
         let vn = n.dot(mb.at(c.rb).sub(ma.at(c.ra)));
-        let impulse = -mass_scale / c.k[0] * (vn + bias) - impulse_scale * c.normal_impulse;
+        let impulse = -mass_scale * c.k[1] * (vn + bias) - impulse_scale * c.normal_impulse;
         let new_impulse = (c.normal_impulse + impulse).max(zero);
         let applied = L::select(c.active, new_impulse - c.normal_impulse, zero);
         c.normal_impulse = L::select(c.active, new_impulse, c.normal_impulse);
@@ -673,16 +864,12 @@ fn solve<L: Lanes>(
     for c in &mut points {
         let dv = mb.at(c.rb).sub(ma.at(c.ra));
         let (vt1, vt2) = (t1.dot(dv), t2.dot(dv));
-        let [_, k11, k12, k22] = c.k;
+        let [_, _, w11, w12, w22, step] = c.k;
         let (j1, j2) = (c.tangent_impulse_1, c.tangent_impulse_2);
         let max = friction * c.normal_impulse;
         // `friction_update`: the Newton step where it sticks, else the projected gradient step.
-        let det = k11 * k22 - k12 * k12;
-        let (n1, n2) = (j1 - (k22 * vt1 - k12 * vt2) / det, j2 - (k11 * vt2 - k12 * vt1) / det);
+        let (n1, n2) = (j1 - (w11 * vt1 - w12 * vt2), j2 - (w22 * vt2 - w12 * vt1));
         let sticks = (n1 * n1 + n2 * n2).le(max * max);
-        let half_diff = L::splat(0.5) * (k11 - k22);
-        let largest = L::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
-        let step = L::splat(1.0) / largest;
         let (g1, g2) = (j1 - step * vt1, j2 - step * vt2);
         let len_sq = g1 * g1 + g2 * g2;
         let over = len_sq.gt(max * max);
@@ -752,31 +939,40 @@ fn impulse_row_mut(m: &mut GpuManifold, k: usize) -> &mut [f32; 4] {
     (&mut bytemuck::cast_mut::<GpuManifold, [f32; 96]>(m)[at..at + 4]).try_into().unwrap()
 }
 
-/// The `L::N` manifolds' prepared data, each of its 56 words in one vector.
+/// The `L::N` manifolds' prepared data, each of its 64 words in one vector, by rows of eight
+/// (built row by row, with no zeroed array to fill first).
 #[inline(always)]
-fn load_prepared<L: Lanes>(prepared: &[Prepared]) -> [L; 56] {
-    let mut out = [L::splat(0.0); 56];
-    for r in 0..7 {
-        let row = L::transpose8(|l| &bytemuck::cast_ref::<Prepared, [[f32; 8]; 7]>(&prepared[l])[r]);
-        out[8 * r..8 * r + 8].copy_from_slice(&row);
+fn load_prepared<L: Lanes>(prepared: &[Prepared]) -> PreparedLanes<L> {
+    let row = |r: usize| L::transpose8(|l| &bytemuck::cast_ref::<Prepared, [[f32; 8]; 8]>(&prepared[l])[r]);
+    PreparedLanes([row(0), row(1), row(2), row(3), row(4), row(5), row(6), row(7)])
+}
+
+/// [`load_prepared`]'s vectors: word `w` of [`Prepared`] is `self[w]`.
+struct PreparedLanes<L>([[L; 8]; 8]);
+
+impl<L> Index<usize> for PreparedLanes<L> {
+    type Output = L;
+    #[inline(always)]
+    fn index(&self, w: usize) -> &L {
+        &self.0[w / 8][w % 8]
     }
-    out
 }
 
 /// Point `k` of the `L::N` manifolds `ms`, with their prepared data `q` ([`load_prepared`]):
 /// t1 and t2 in words 0 to 5, then seven words per point (lever arms, separation), then the
-/// four effective-mass entries of each point.
+/// six words of each point's [`PointMasses`].
 #[inline(always)]
-fn load_point<L: Lanes>(ms: &[GpuManifold], q: &[L; 56], k: usize) -> Point<L> {
-    const _: () = assert!(offset_of!(Prepared, geo) == 24 && offset_of!(Prepared, k) == 136);
-    let (g, e) = (6 + 7 * k, 34 + 4 * k);
+fn load_point<L: Lanes>(ms: &[GpuManifold], q: &PreparedLanes<L>, k: usize) -> Point<L> {
+    const _: () = assert!(offset_of!(Prepared, geo) == 24 && offset_of!(Prepared, masses) == 136);
+    const _: () = assert!(size_of::<PointMasses>() == 24);
+    let (g, e) = (6 + 7 * k, 34 + 6 * k);
     let [normal_impulse, tangent_impulse_1, tangent_impulse_2, max_normal_impulse] =
         L::transpose4(|l| impulse_row(&ms[l], k));
     Point {
         ra: V3 { x: q[g], y: q[g + 1], z: q[g + 2] },
         rb: V3 { x: q[g + 3], y: q[g + 4], z: q[g + 5] },
         separation: q[g + 6],
-        k: [q[e], q[e + 1], q[e + 2], q[e + 3]],
+        k: [q[e], q[e + 1], q[e + 2], q[e + 3], q[e + 4], q[e + 5]],
         normal_impulse,
         tangent_impulse_1,
         tangent_impulse_2,
@@ -829,7 +1025,7 @@ fn prepare<L: Lanes>(
     let offset = V3::<L>::gather(|l| bodies[b(l)].position).sub(V3::gather(|l| bodies[a(l)].position));
     let (radius_a, radius_b) = (L::from_fn(|l| ms[l].radius_a), L::from_fn(|l| ms[l].radius_b));
     let kept = L::from_fn(|l| ms[l].frame_kept as f32).ne(L::splat(0.0));
-    let inv_mass = ma.inv_mass + mb.inv_mass;
+    let (inv_mass, one) = (ma.inv_mass + mb.inv_mass, L::splat(1.0));
     let (t11, t12, t22) = (t1.dot(t1) * inv_mass, t1.dot(t2) * inv_mass, t2.dot(t2) * inv_mass);
     for (q, (t1, t2)) in out.iter_mut().zip(bases) {
         (q.t1, q.t2) = (t1, t2);
@@ -848,17 +1044,30 @@ fn prepare<L: Lanes>(
         let ra = V3::select(kept, core_a, surface_a.add(half_gap));
         let rb = V3::select(kept, core_b, surface_b.sub(half_gap));
         let (ka, kb) = (rotational_entries(&ma, ra, n, t1, t2), rotational_entries(&mb, rb, n, t1, t2));
+        let (k_n, k11, k12, k22) =
+            (inv_mass + ka[0] + kb[0], t11 + ka[1] + kb[1], t12 + ka[2] + kb[2], t22 + ka[3] + kb[3]);
+        // `point_masses`.
+        let inv_det = one / (k11 * k22 - k12 * k12);
+        let half_diff = L::splat(0.5) * (k11 - k22);
+        let largest = L::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
         let masses = [
-            (inv_mass + ka[0] + kb[0]).to_array(),
-            (t11 + ka[1] + kb[1]).to_array(),
-            (t12 + ka[2] + kb[2]).to_array(),
-            (t22 + ka[3] + kb[3]).to_array(),
+            k_n.to_array(),
+            (one / k_n).to_array(),
+            (k22 * inv_det).to_array(),
+            (k12 * inv_det).to_array(),
+            (k11 * inv_det).to_array(),
+            (one / largest).to_array(),
         ];
         let (ra, rb, separation) = (ra.to_arrays(), rb.to_arrays(), separation.to_array());
         for (l, q) in out.iter_mut().enumerate() {
             if k < ms[l].count as usize {
                 q.geo[k] = Geometry { ra: lane(&ra, l), rb: lane(&rb, l), separation: separation[l] };
-                q.k[k] = [masses[0][l], masses[1][l], masses[2][l], masses[3][l]];
+                q.masses[k] = PointMasses {
+                    k_n: masses[0][l],
+                    normal_mass: masses[1][l],
+                    newton: [masses[2][l], masses[3][l], masses[4][l]],
+                    tangent_step: masses[5][l],
+                };
             }
         }
     }
@@ -1077,6 +1286,42 @@ pub(super) fn solve8(
     solve4(p, &mut ms.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
 }
 
+/// [`solve8`] over sixteen manifolds, two groups of eight side by side where the processor has
+/// AVX, else eight at a time; the same bits either way.
+pub(super) fn solve16(
+    p: &StepParams,
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    use_bias: bool,
+    out: &mut [[Vec3; 4]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the processor has AVX-512F.
+        unsafe { solve16_avx512(p, ms, prepared, motions, softs, use_bias, out) };
+        return;
+    }
+    let (ms, out) = (ms.split_at_mut(8), out.split_at_mut(8));
+    solve8(p, ms.0, &prepared[..8], motions, softs, use_bias, out.0);
+    solve8(p, &mut ms.1[..8], &prepared[8..16], motions, softs, use_bias, &mut out.1[..8]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn solve16_avx512(
+    p: &StepParams,
+    ms: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    use_bias: bool,
+    out: &mut [[Vec3; 4]],
+) {
+    solve::<avx512::F16>(p, ms, prepared, motions, softs, use_bias, out);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
 fn solve8_avx(
@@ -1116,6 +1361,12 @@ pub(super) fn prepare8(
     out: &mut [Prepared],
 ) {
     #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the processor has AVX-512F and AVX-512VL.
+        unsafe { prepare8_avx512(ms, bodies, solver_bodies, motions, out) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if has_avx() {
         // SAFETY: the processor has AVX.
         unsafe { prepare8_avx(ms, bodies, solver_bodies, motions, out) };
@@ -1124,6 +1375,20 @@ pub(super) fn prepare8(
     let out = out.split_at_mut(4);
     prepare4(&ms[..4], bodies, solver_bodies, motions, out.0);
     prepare4(&ms[4..8], bodies, solver_bodies, motions, out.1);
+}
+
+/// [`prepare8_avx`] with AVX-512's thirty-two vector registers (the same instructions on
+/// eight lanes, fewer of them spilled to the stack).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,avx512f,avx512vl")]
+fn prepare8_avx512(
+    ms: &[GpuManifold],
+    bodies: &[GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    motions: &[Motion],
+    out: &mut [Prepared],
+) {
+    prepare::<avx::F8>(ms, bodies, solver_bodies, motions, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1239,6 +1504,22 @@ pub(super) fn has_avx() -> bool {
         return false;
     }
     avx_detected()
+}
+
+/// Whether the sixteen-lane sweeps may run: the processor has AVX-512F (and the eight-lane
+/// code is not switched off for a test, see [`has_avx`]).
+pub(super) fn has_avx512() -> bool {
+    has_avx() && avx512_detected()
+}
+
+/// Whether the processor has AVX-512F.
+fn avx512_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Whether the processor has AVX.

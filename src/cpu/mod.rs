@@ -441,11 +441,11 @@ mod tests {
         }
     }
 
-    /// The eight-lane code (AVX) and the four-lane code give the same bits over a whole run: the
-    /// mixed shapes (spheres, boxes, capsules, hulls, some bouncy) of
+    /// The sixteen- and eight-lane code (AVX-512, AVX) and the four-lane code give the same bits
+    /// over a whole run: the mixed shapes (spheres, boxes, capsules, hulls, some bouncy) of
     /// `thread_counts_give_the_same_bits` for 60 steps on one thread, once as this machine runs
-    /// them and once with the four lanes forced. (Without AVX both runs take
-    /// the four lanes, and the test says so.)
+    /// them (sixteen lanes where it has AVX-512) and once with the four lanes forced. (Without
+    /// AVX both runs take the four lanes, and the test says so.)
     #[test]
     fn eight_and_four_lanes_give_the_same_bits() {
         use std::sync::atomic::Ordering::Relaxed;
