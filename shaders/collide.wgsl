@@ -801,6 +801,8 @@ fn box_edge_query(a: Posed, b: Posed) -> EdgeHit {
     var best_k = 0u;
     var best_s = -3.4028235e38;
     var best_l = vec3<f32>(0.0);
+    // Each axis unnormalized: the separation along `raw` is `len` times that along the unit
+    // axis, so comparing with `len` times the best so far divides only for the best.
     for (var i = 0u; i < 3u; i++) {
         for (var k = 0u; k < 3u; k++) {
             let raw = cross3(face_plane(a, 2u * i + 1u).n, face_plane(b, 2u * k + 1u).n);
@@ -808,13 +810,13 @@ fn box_edge_query(a: Posed, b: Posed) -> EdgeHit {
             if len < BOX_PARALLEL_SIN {
                 continue;
             }
-            let l = raw / len;
-            let along = dot3(l, d);
-            let s = abs(along) - box_reach(a, i, l) - box_reach(b, k, l);
-            if s > best_s {
+            let along = dot3(raw, d);
+            let s_raw = abs(along) - box_reach(a, i, raw) - box_reach(b, k, raw);
+            if best_s == -3.4028235e38 || s_raw > best_s * len {
+                let l = raw / len;
                 best_i = i;
                 best_k = k;
-                best_s = s;
+                best_s = s_raw / len;
                 best_l = select(l, -l, along < 0.0);
             }
         }

@@ -1101,8 +1101,8 @@ fn edge_query_dispatch(
 /// Minkowski-face test. The best axis's pair then goes through [`edge_separation`], so the
 /// separation and axis are the general query's bit for bit; only near-ties between two axes
 /// (within rounding) may pick the other pair. Axes down to [`BOX_PARALLEL_SIN`], a little
-/// more nearly parallel than [`EDGE_PARALLEL_SIN`], are kept, and when the best one's pair fails [`edge_separation`]'s
-/// own test the general query answers.
+/// more nearly parallel than [`EDGE_PARALLEL_SIN`], are kept, and when the best one's pair
+/// fails [`edge_separation`]'s own test the general query answers.
 fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     let frame = |p: &Posed| -> ([Vec3; 3], [f32; 3]) {
         let plus = |k: usize| p.shape.first_point + p.shape.point_count + 2 * k as u32 + 1;
@@ -1117,19 +1117,21 @@ fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
         let (p, q) = ((i + 1) % 3, (i + 2) % 3);
         half[p] * l.dot(axes[p]).abs() + half[q] * l.dot(axes[q]).abs()
     };
+    // Each axis unnormalized: the separation along `raw` is `len` times that along the unit
+    // axis, so comparing `s_raw` with `len` times the best so far divides only for the best.
     let mut best = (0, 0, f32::MIN, Vec3::ZERO);
     for i in 0..3 {
         for k in 0..3 {
-            let l = ua[i].cross(ub[k]);
-            let len = l.length();
+            let raw = ua[i].cross(ub[k]);
+            let len = raw.length();
             if len < BOX_PARALLEL_SIN {
                 continue;
             }
-            let l = l / len;
-            let along = l.dot(d);
-            let s = along.abs() - reach(&ua, &ha, i, l) - reach(&ub, &hb, k, l);
-            if s > best.2 {
-                best = (i, k, s, if along < 0.0 { -l } else { l });
+            let along = raw.dot(d);
+            let s_raw = along.abs() - reach(&ua, &ha, i, raw) - reach(&ub, &hb, k, raw);
+            if best.2 == f32::MIN || s_raw > best.2 * len {
+                let l = raw / len;
+                best = (i, k, s_raw / len, if along < 0.0 { -l } else { l });
             }
         }
     }
@@ -1271,7 +1273,7 @@ fn polytope_contacts(
 /// to four; when clipping leaves nothing within the margin, one contact at the deepest vertex.
 /// The normal is the reference face's. Twin of `face_contact` in shaders/collide.wgsl.
 fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, radii: f32) -> Manifold {
-    let (n, offset) = reference.face_plane(face);
+    let n = reference.face_plane(face).0;
     // The incident face: the most anti-parallel of the faces around the incident's deepest
     // vertex. (The most anti-parallel face overall can lie away from the overlap, on a hull of
     // small faces, and clip to nothing.)
@@ -1296,83 +1298,123 @@ fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, rad
             incident_face = f;
         }
     }
-    // The incident polygon; keys are the incident vertex, or for a point made by clipping,
-    // 0x4000 | incident edge << 7 | reference side.
-    let mut poly = [(Vec3::ZERO, 0u32); MAX_CLIP_POINTS];
-    let mut count = 0;
+    // Clipping a convex polygon of `k` vertices against `s` sides leaves at most `k + s`: the
+    // common small faces (boxes: 4 + 4) clip in short arrays, which cost less to set up.
     let (start, end) = incident.face_loop(incident_face);
-    for j in 0..(end - start).min(MAX_CLIP_POINTS) {
-        let v = incident.face_vertex(incident_face, j);
-        poly[count] = (incident.point(v), j as u32);
-        count += 1;
-    }
     let (ref_start, ref_end) = reference.face_loop(face);
-    let sides = ref_end - ref_start;
-    let mut clipped = [(Vec3::ZERO, 0u32); MAX_CLIP_POINTS];
-    for side in 0..sides {
-        let v0 = reference.point(reference.face_vertex(face, side));
-        let v1 = reference.point(reference.face_vertex(face, (side + 1) % sides));
-        let out = (v1 - v0).cross(n);
-        // Distances within the tolerance count as on the side: such a vertex is kept, and no
-        // clipped point is made beside it.
-        let tolerance = CLIP_TOLERANCE * out.dot(out).sqrt();
-        let snap = |d: f32| if d.abs() <= tolerance { 0.0 } else { d };
+    let faces = FaceClip { reference, incident, face, incident_face, support, support_depth };
+    if (end - start) + (ref_end - ref_start) <= SHORT_CLIP_POINTS {
+        faces.contacts::<SHORT_CLIP_POINTS>(margin, radii)
+    } else {
+        faces.contacts::<MAX_CLIP_POINTS>(margin, radii)
+    }
+}
+
+/// The most points a face clip holds in its short arrays (see [`face_contact`]).
+const SHORT_CLIP_POINTS: usize = 16;
+
+/// [`face_contact`]'s faces: the reference face, the incident face, and the incident's deepest
+/// vertex along the reference normal with its depth.
+struct FaceClip<'a, 'b> {
+    reference: &'a Posed<'b>,
+    incident: &'a Posed<'b>,
+    face: u32,
+    incident_face: u32,
+    support: u32,
+    support_depth: f32,
+}
+
+impl FaceClip<'_, '_> {
+    /// [`face_contact`]'s clip and reduction, in arrays of `N` points (at most
+    /// [`MAX_CLIP_POINTS`]).
+    fn contacts<const N: usize>(&self, margin: f32, radii: f32) -> Manifold {
+        let FaceClip { reference, incident, face, incident_face, support, support_depth } = *self;
+        let (n, offset) = reference.face_plane(face);
+        // The incident polygon; keys are the incident vertex, or for a point made by clipping,
+        // 0x4000 | incident edge << 7 | reference side.
+        let mut poly = [(Vec3::ZERO, 0u32); N];
+        let mut count = 0;
+        let (start, end) = incident.face_loop(incident_face);
+        for j in 0..(end - start).min(N) {
+            let v = incident.face_vertex(incident_face, j);
+            poly[count] = (incident.point(v), j as u32);
+            count += 1;
+        }
+        let (ref_start, ref_end) = reference.face_loop(face);
+        let sides = ref_end - ref_start;
+        let mut clipped = [(Vec3::ZERO, 0u32); N];
+        for side in 0..sides {
+            let v0 = reference.point(reference.face_vertex(face, side));
+            let v1 = reference.point(reference.face_vertex(face, (side + 1) % sides));
+            let out = (v1 - v0).cross(n);
+            // Distances within the tolerance count as on the side: such a vertex is kept, and no
+            // clipped point is made beside it.
+            let tolerance = CLIP_TOLERANCE * out.dot(out).sqrt();
+            let snap = |d: f32| if d.abs() <= tolerance { 0.0 } else { d };
+            let mut kept = 0;
+            for j in 0..count {
+                let (p, key_p) = poly[j];
+                let (q, _) = poly[(j + 1) % count];
+                let (dp, dq) = (snap(out.dot(p - v0)), snap(out.dot(q - v0)));
+                if dp <= 0.0 && kept < N {
+                    clipped[kept] = (p, key_p);
+                    kept += 1;
+                }
+                if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && kept < N {
+                    let edge_key = if key_p & 0x4000 != 0 { (key_p >> 7) & 0x7f } else { key_p };
+                    clipped[kept] = (p + (q - p) * (dp / (dp - dq)), 0x4000 | edge_key << 7 | side as u32);
+                    kept += 1;
+                }
+            }
+            poly[..kept].copy_from_slice(&clipped[..kept]);
+            count = kept;
+        }
+        // Keep the points below the reference face (within the margin), then reduce to four:
+        // the deepest, the farthest from it, and the two that span the largest area with them.
+        let mut candidates = [(Vec3::ZERO, 0u32, 0.0_f32); N];
         let mut kept = 0;
-        for j in 0..count {
-            let (p, key_p) = poly[j];
-            let (q, _) = poly[(j + 1) % count];
-            let (dp, dq) = (snap(out.dot(p - v0)), snap(out.dot(q - v0)));
-            if dp <= 0.0 && kept < MAX_CLIP_POINTS {
-                clipped[kept] = (p, key_p);
-                kept += 1;
-            }
-            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && kept < MAX_CLIP_POINTS {
-                let edge_key = if key_p & 0x4000 != 0 { (key_p >> 7) & 0x7f } else { key_p };
-                clipped[kept] = (p + (q - p) * (dp / (dp - dq)), 0x4000 | edge_key << 7 | side as u32);
+        for &(p, key) in &poly[..count] {
+            let s = n.dot(p) - offset - radii;
+            if s < margin {
+                candidates[kept] = (p, key, s);
                 kept += 1;
             }
         }
-        poly[..kept].copy_from_slice(&clipped[..kept]);
-        count = kept;
-    }
-    // Keep the points below the reference face (within the margin), then reduce to four:
-    // the deepest, the farthest from it, and the two that span the largest area with them.
-    let mut candidates = [(Vec3::ZERO, 0u32, 0.0_f32); MAX_CLIP_POINTS];
-    let mut kept = 0;
-    for &(p, key) in &poly[..count] {
-        let s = n.dot(p) - offset - radii;
-        if s < margin {
-            candidates[kept] = (p, key, s);
-            kept += 1;
+        let mut m = Manifold { normal: n, ..Manifold::default() };
+        if kept == 0 {
+            // Clipping left nothing, yet the separating axis says the bodies are within the
+            // margin: one contact at the deepest vertex, so no contact is lost.
+            let s = support_depth - offset - radii;
+            if s < margin {
+                let p = incident.point(support);
+                m.push(
+                    reference,
+                    incident,
+                    p - n * (n.dot(p) - offset),
+                    p,
+                    s,
+                    face | incident_face << 8 | 0x3fff << 16,
+                );
+            }
+            return m;
         }
-    }
-    let mut m = Manifold { normal: n, ..Manifold::default() };
-    if kept == 0 {
-        // Clipping left nothing, yet the separating axis says the bodies are within the
-        // margin: one contact at the deepest vertex, so no contact is lost.
-        let s = support_depth - offset - radii;
-        if s < margin {
-            let p = incident.point(support);
-            m.push(reference, incident, p - n * (n.dot(p) - offset), p, s, face | incident_face << 8 | 0x3fff << 16);
+        let mut chosen = [usize::MAX; MAX_MANIFOLD_POINTS];
+        chosen[0] = (0..kept).min_by(|&i, &j| candidates[i].2.total_cmp(&candidates[j].2)).unwrap_or(0);
+        let origin = candidates[chosen[0]].0;
+        chosen[1] = farthest(&candidates[..kept], |p| (p - origin).length_squared(), &chosen);
+        if chosen[1] != usize::MAX {
+            let edge = candidates[chosen[1]].0 - origin;
+            chosen[2] = farthest(&candidates[..kept], |p| edge.cross(p - origin).dot(n), &chosen);
+            chosen[3] = farthest(&candidates[..kept], |p| -edge.cross(p - origin).dot(n), &chosen);
         }
-        return m;
+        let base_key = face | incident_face << 8;
+        for &i in chosen.iter().filter(|&&i| i != usize::MAX) {
+            let (p, key, s) = candidates[i];
+            let on_reference = p - n * (n.dot(p) - offset);
+            m.push(reference, incident, on_reference, p, s, base_key | key << 16);
+        }
+        m
     }
-    let mut chosen = [usize::MAX; MAX_MANIFOLD_POINTS];
-    chosen[0] = (0..kept).min_by(|&i, &j| candidates[i].2.total_cmp(&candidates[j].2)).unwrap_or(0);
-    let origin = candidates[chosen[0]].0;
-    chosen[1] = farthest(&candidates[..kept], |p| (p - origin).length_squared(), &chosen);
-    if chosen[1] != usize::MAX {
-        let edge = candidates[chosen[1]].0 - origin;
-        chosen[2] = farthest(&candidates[..kept], |p| edge.cross(p - origin).dot(n), &chosen);
-        chosen[3] = farthest(&candidates[..kept], |p| -edge.cross(p - origin).dot(n), &chosen);
-    }
-    let base_key = face | incident_face << 8;
-    for &i in chosen.iter().filter(|&&i| i != usize::MAX) {
-        let (p, key, s) = candidates[i];
-        let on_reference = p - n * (n.dot(p) - offset);
-        m.push(reference, incident, on_reference, p, s, base_key | key << 16);
-    }
-    m
 }
 
 /// The unchosen candidate with the largest positive `score`, or `usize::MAX`.
