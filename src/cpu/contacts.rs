@@ -1200,8 +1200,8 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
             let min_run = cs.run.max(4);
             if cs.parallel && end - start >= 2 * min_run {
                 // About four runs per thread, so that stealing evens out the threads, in
-                // multiples of eight manifolds (the widest sweeps' groups).
-                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8).max(min_run);
+                // multiples of sixteen manifolds (the widest sweeps' groups).
+                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
                 solving
                     .par_chunks_mut(run)
                     .zip(prepared.par_chunks(run))
