@@ -436,6 +436,16 @@ mod avx512 {
         }
     }
 
+    /// Two rows of eight in one register: `lo` in lanes 0-7, `hi` in lanes 8-15.
+    #[inline(always)]
+    fn rows(lo: &[f32; 8], hi: &[f32; 8]) -> __m512 {
+        unsafe {
+            let lo = _mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(lo.as_ptr())));
+            let hi = _mm256_castps_pd(_mm256_loadu_ps(hi.as_ptr()));
+            _mm512_castpd_ps(_mm512_insertf64x4::<1>(lo, hi))
+        }
+    }
+
     /// Lanes 0-7 and 8-15.
     #[inline(always)]
     fn halves(v: F16) -> (F8, F8) {
@@ -515,19 +525,41 @@ mod avx512 {
         fn select(mask: M16, a: Self, b: Self) -> Self {
             unsafe { F16(_mm512_mask_blend_ps(mask.0, b.0, a.0)) }
         }
+        /// `F8::transpose8`'s network on both 256-bit halves at once: register `k` holds rows
+        /// `k` and `k + 8`, and the last step, which pairs 128-bit blocks, is one two-source
+        /// permute per output.
         #[inline(always)]
         fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
-            let (lo, hi) = (F8::transpose8(&row), F8::transpose8(|l| row(l + 8)));
-            [
-                join(lo[0], hi[0]),
-                join(lo[1], hi[1]),
-                join(lo[2], hi[2]),
-                join(lo[3], hi[3]),
-                join(lo[4], hi[4]),
-                join(lo[5], hi[5]),
-                join(lo[6], hi[6]),
-                join(lo[7], hi[7]),
-            ]
+            debug_assert!(super::avx512_detected());
+            unsafe {
+                // (No closure: it would be a function of its own, compiled without AVX-512.)
+                let (r0, r1, r2, r3) =
+                    (rows(row(0), row(8)), rows(row(1), row(9)), rows(row(2), row(10)), rows(row(3), row(11)));
+                let (r4, r5, r6, r7) =
+                    (rows(row(4), row(12)), rows(row(5), row(13)), rows(row(6), row(14)), rows(row(7), row(15)));
+                let (t0, t1) = (_mm512_unpacklo_ps(r0, r1), _mm512_unpackhi_ps(r0, r1));
+                let (t2, t3) = (_mm512_unpacklo_ps(r2, r3), _mm512_unpackhi_ps(r2, r3));
+                let (t4, t5) = (_mm512_unpacklo_ps(r4, r5), _mm512_unpackhi_ps(r4, r5));
+                let (t6, t7) = (_mm512_unpacklo_ps(r6, r7), _mm512_unpackhi_ps(r6, r7));
+                let (s0, s1) = (_mm512_shuffle_ps::<0x44>(t0, t2), _mm512_shuffle_ps::<0xEE>(t0, t2));
+                let (s2, s3) = (_mm512_shuffle_ps::<0x44>(t1, t3), _mm512_shuffle_ps::<0xEE>(t1, t3));
+                let (s4, s5) = (_mm512_shuffle_ps::<0x44>(t4, t6), _mm512_shuffle_ps::<0xEE>(t4, t6));
+                let (s6, s7) = (_mm512_shuffle_ps::<0x44>(t5, t7), _mm512_shuffle_ps::<0xEE>(t5, t7));
+                // In each half, the first 128-bit blocks of `s` and of the next four (lanes
+                // 0-3 and 4-7 of that half), or their second blocks.
+                let first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+                let second = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+                [
+                    F16(_mm512_permutex2var_ps(s0, first, s4)),
+                    F16(_mm512_permutex2var_ps(s1, first, s5)),
+                    F16(_mm512_permutex2var_ps(s2, first, s6)),
+                    F16(_mm512_permutex2var_ps(s3, first, s7)),
+                    F16(_mm512_permutex2var_ps(s0, second, s4)),
+                    F16(_mm512_permutex2var_ps(s1, second, s5)),
+                    F16(_mm512_permutex2var_ps(s2, second, s6)),
+                    F16(_mm512_permutex2var_ps(s3, second, s7)),
+                ]
+            }
         }
         #[inline(always)]
         fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4] {
