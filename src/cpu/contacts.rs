@@ -43,6 +43,10 @@ pub(crate) struct ContactState {
     /// of the four max corners (lanes past the last item never overlap), so a cell's scan
     /// tests four items at once.
     sorted_bounds: Vec<[Vec4; 6]>,
+    /// The sorted items' bodies by the same groups of four (0 past the last item), so that a
+    /// scan passes over the bodies before its own, whose scans find those pairs, in the same
+    /// test.
+    sorted_bodies: Vec<[u32; 4]>,
     /// Per shape: its farthest core point from its centre, m.
     shape_reach: Vec<f32>,
     /// Candidate pairs, sorted by `(a, b)`.
@@ -502,6 +506,9 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
             lane(&|o| o.hi.z, ninf),
         ]
     }));
+    cs.sorted_bodies.clear();
+    cs.sorted_bodies
+        .extend(cs.sorted.chunks(4).map(|items| std::array::from_fn(|l| items.get(l).map_or(0, |o| o.body))));
     cs.cell_start.clear();
     cs.cell_start.resize(large_key as usize, u32::MAX);
     cs.cell_end.clear();
@@ -603,17 +610,18 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>)
                             & lo_x.cmple(o_hi_x)
                             & lo_y.cmple(o_hi_y)
                             & lo_z.cmple(o_hi_z);
-                        // The lanes of this group inside the bucket.
+                        // The lanes of this group inside the bucket, with bodies after this one.
                         let (first, last) = (e - 4 * g, (end - 4 * g).min(4));
-                        let mut hits = boxes.bitmask() & ((1 << last) - 1) & !((1 << first) - 1);
+                        let bodies = cs.sorted_bodies[g];
+                        let later = (0..4).fold(0, |bits, l| bits | (u32::from(bodies[l] > i) << l));
+                        let mut hits = boxes.bitmask() & later & ((1 << last) - 1) & !((1 << first) - 1);
                         while hits != 0 {
                             let o = cs.sorted[4 * g + hits.trailing_zeros() as usize];
                             hits &= hits - 1;
                             // Spheres farther apart than any margin allows, passed over before
                             // the exact test's square roots (most of a falling heap's hits).
                             let bound = p.speculative_distance + me.reach + o.reach;
-                            if o.body > i
-                                && (me.dynamic || o.dynamic)
+                            if (me.dynamic || o.dynamic)
                                 && (o.centre - me.centre).length_squared() < SPHERE_BOUND_SLACK * bound * bound
                                 && spheres_within_margin(w, cs, iu, o.body as usize)
                             {
