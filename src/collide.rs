@@ -102,6 +102,9 @@ pub(crate) struct Posed<'a> {
     /// The core points in the body's frame four at a time, as (x, y, z) of four points, the
     /// last group padded with the last point ([`Posed::local_groups`]); else empty.
     pub groups: &'a [Vec4],
+    /// The edges four at a time in the body's frame, as [`EdgeFloor`] reads them
+    /// ([`Posed::local_edge_groups`]); else empty.
+    pub edge_groups: &'a [EdgeGroup],
 }
 
 impl<'a> Posed<'a> {
@@ -113,7 +116,12 @@ impl<'a> Posed<'a> {
         geometry: &'a [Vec4],
         topology: &'a [u32],
     ) -> Self {
-        Self { shape, position, orientation, geometry, topology, world: &[], groups: &[] }
+        Self { shape, position, orientation, geometry, topology, world: &[], groups: &[], edge_groups: &[] }
+    }
+
+    /// Appends a polytope's edges to `out` four at a time, in its frame ([`EdgeGroup`]).
+    pub fn local_edge_groups(&self, out: &mut Vec<EdgeGroup>) {
+        out.extend((0..self.shape.edge_count).step_by(4).map(|first| EdgeGroup::new(self, first)));
     }
 
     /// Appends a shape's core points in its frame to `out` four at a time: per group the x,
@@ -939,7 +947,49 @@ impl EdgeBatch {
 /// full search's whenever an edge pair replaces the face contact.
 struct EdgeFloor {
     floor: f32,
+    /// The two points inside B, in A's frame (the frame of the edges it rules on).
     inside: [Vec3; 2],
+}
+
+/// Four of a polytope's edges in its frame, as lanes of `Vec4`s (the last edge repeated past
+/// the end): each edge's first point and the normals of its two faces, and what
+/// [`EdgeFloor`]'s bounds compute from the normals alone, which no pose changes. Computed once
+/// per shape ([`Posed::local_edge_groups`]), so a floor reads four edges with a few loads
+/// instead of gathering twelve vectors, and turns only its two inside points into the frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EdgeGroup {
+    p: [Vec4; 3],
+    n0: [Vec4; 3],
+    n1: [Vec4; 3],
+    /// `n0 x n1`.
+    m: [Vec4; 3],
+    /// `|n0 x n1|²`.
+    mm: Vec4,
+    /// `1 / cos(α / 2)`, `α` the angle between the normals.
+    secant: Vec4,
+}
+
+impl EdgeGroup {
+    /// Edges `first` to `first + 3` of `a`, in its frame.
+    fn new(a: &Posed, first: u32) -> Self {
+        let last = a.shape.edge_count - 1;
+        let edges: [[u32; 4]; 4] = std::array::from_fn(|l| a.edge((first + l as u32).min(last)));
+        let gather = |f: &dyn Fn([u32; 4]) -> Vec3| {
+            let v = edges.map(f);
+            [
+                Vec4::new(v[0].x, v[1].x, v[2].x, v[3].x),
+                Vec4::new(v[0].y, v[1].y, v[2].y, v[3].y),
+                Vec4::new(v[0].z, v[1].z, v[2].z, v[3].z),
+            ]
+        };
+        let p = gather(&|[a0, ..]| a.local_point(a0));
+        let n0 = gather(&|[_, _, f0, _]| a.local_face_normal(f0));
+        let n1 = gather(&|[_, _, _, f1]| a.local_face_normal(f1));
+        let m = lane_cross(&n0, &n1);
+        // 1 / cos(α / 2) = 1 / sqrt((1 + n0 · n1) / 2).
+        let secant = Vec4::ONE / (Vec4::splat(0.5) * (Vec4::ONE + lane_dot(&n0, &n1))).sqrt();
+        Self { p, n0, n1, m, mm: lane_dot(&m, &m), secant }
+    }
 }
 
 impl EdgeFloor {
@@ -952,38 +1002,26 @@ impl EdgeFloor {
                 (deepest, depth) = (x, n.dot(x));
             }
         }
-        Self { floor, inside: [b.position, deepest] }
+        let local = |x: Vec3| rotate_inv(a.orientation, x - a.position);
+        Self { floor, inside: [local(b.position), local(deepest)] }
     }
 
-    /// Whether the floor rules out A's edges `first` to `first + 3`, in the lanes of `Vec4`s, as
-    /// bits (bit `l` for edge `first + l`; bits past the last edge mean nothing): first by the
-    /// cheap bound ([`EdgeFloor::rules_out4_cheap`]), then, unless that rules out all four, by
-    /// the exact one ([`EdgeFloor::rules_out4_exact`]).
+    /// Whether the floor rules out A's edges `first` to `first + 3` (`first` a multiple of
+    /// four), as bits (bit `l` for edge `first + l`; bits past the last edge mean nothing):
+    /// first by the cheap bound ([`EdgeFloor::rules_out4_cheap`]), then, unless that rules out
+    /// all four, by the exact one ([`EdgeFloor::rules_out4_exact`]). In A's frame, from its
+    /// precomputed [`EdgeGroup`] where the caller has them.
     fn rules_out4(&self, a: &Posed, first: u32) -> u32 {
-        let (p, n0, n1) = Self::edges4(a, first);
-        let cheap = self.rules_out4_cheap(&p, &n0, &n1);
-        if cheap == 0b1111 { cheap } else { cheap | self.rules_out4_exact(&p, &n0, &n1) }
-    }
-
-    /// A's edges `first` to `first + 3` (the last repeated past the end) as lanes: each
-    /// edge's first point, and the normals of its two faces, in the world.
-    #[allow(clippy::type_complexity)]
-    fn edges4(a: &Posed, first: u32) -> ([Vec4; 3], [Vec4; 3], [Vec4; 3]) {
-        let last = a.shape.edge_count - 1;
-        let edges: [[u32; 4]; 4] = std::array::from_fn(|l| a.edge((first + l as u32).min(last)));
-        let gather = |f: &dyn Fn([u32; 4]) -> Vec3| {
-            let v = edges.map(f);
-            [
-                Vec4::new(v[0].x, v[1].x, v[2].x, v[3].x),
-                Vec4::new(v[0].y, v[1].y, v[2].y, v[3].y),
-                Vec4::new(v[0].z, v[1].z, v[2].z, v[3].z),
-            ]
+        let computed;
+        let group = match a.edge_groups.get(first as usize / 4) {
+            Some(g) => g,
+            None => {
+                computed = EdgeGroup::new(a, first);
+                &computed
+            }
         };
-        (
-            gather(&|[a0, ..]| a.point(a0)),
-            gather(&|[_, _, f0, _]| a.face_plane(f0).0),
-            gather(&|[_, _, _, f1]| a.face_plane(f1).0),
-        )
+        let cheap = self.rules_out4_cheap(group);
+        if cheap == 0b1111 { cheap } else { cheap | self.rules_out4_exact(group) }
     }
 
     /// A cheaper, looser test than [`arc_max`]'s, four edges at a time: on the arc from `n0`
@@ -993,16 +1031,14 @@ impl EdgeFloor {
     /// nearly equal or nearly opposed (where `arc_max` falls back to `|w|`, and the arc of
     /// nearly opposed normals is not their span) are left to the exact bound, so this rules out
     /// only edges that the exact bound rules out (up to rounding, far below the slack).
-    fn rules_out4_cheap(&self, p: &[Vec4; 3], n0: &[Vec4; 3], n1: &[Vec4; 3]) -> u32 {
-        let (dot, m) = (lane_dot, lane_cross(n0, n1));
-        let well_defined = dot(&m, &m).cmpge(Vec4::splat(EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN)).bitmask();
-        // 1 / cos(α / 2) = 1 / sqrt((1 + n0 · n1) / 2).
-        let secant = Vec4::ONE / (Vec4::splat(0.5) * (Vec4::ONE + dot(n0, n1))).sqrt();
+    fn rules_out4_cheap(&self, g: &EdgeGroup) -> u32 {
+        let dot = lane_dot;
+        let well_defined = g.mm.cmpge(Vec4::splat(EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN)).bitmask();
         let mut ruled = 0;
         for x in self.inside {
-            let w = [Vec4::splat(x.x) - p[0], Vec4::splat(x.y) - p[1], Vec4::splat(x.z) - p[2]];
-            let ends = dot(n0, &w).max(dot(n1, &w));
-            let arc = Vec4::select(ends.cmpgt(Vec4::ZERO), ends * secant, ends);
+            let w = [Vec4::splat(x.x) - g.p[0], Vec4::splat(x.y) - g.p[1], Vec4::splat(x.z) - g.p[2]];
+            let ends = dot(&g.n0, &w).max(dot(&g.n1, &w));
+            let arc = Vec4::select(ends.cmpgt(Vec4::ZERO), ends * g.secant, ends);
             let bound = arc + (Vec4::splat(EDGE_FLOOR_SLACK) * dot(&w, &w).sqrt() + Vec4::splat(EDGE_FLOOR_MIN_SLACK));
             ruled |= bound.cmple(Vec4::splat(self.floor)).bitmask();
         }
@@ -1012,18 +1048,17 @@ impl EdgeFloor {
     /// [`EdgeFloor::rules_out`] on four edges at once (see [`EdgeFloor::rules_out4`]), each
     /// lane with [`arc_max`]'s operations in the same order, both branches then a select, so
     /// each bit is `rules_out`'s.
-    fn rules_out4_exact(&self, p: &[Vec4; 3], n0: &[Vec4; 3], n1: &[Vec4; 3]) -> u32 {
+    fn rules_out4_exact(&self, g: &EdgeGroup) -> u32 {
         let (dot, cross) = (lane_dot, lane_cross);
-        let m = cross(n0, n1);
-        let mm = dot(&m, &m);
+        let (n0, n1, m, mm) = (&g.n0, &g.n1, &g.m, g.mm);
         let ill_defined = mm.cmplt(Vec4::splat(EDGE_PARALLEL_SIN * EDGE_PARALLEL_SIN));
         let mut ruled = 0;
         for x in self.inside {
-            let w = [Vec4::splat(x.x) - p[0], Vec4::splat(x.y) - p[1], Vec4::splat(x.z) - p[2]];
+            let w = [Vec4::splat(x.x) - g.p[0], Vec4::splat(x.y) - g.p[1], Vec4::splat(x.z) - g.p[2]];
             let length = dot(&w, &w).sqrt();
-            let t = dot(&w, &m) / mm;
+            let t = dot(&w, m) / mm;
             let wp = [w[0] - m[0] * t, w[1] - m[1] * t, w[2] - m[2] * t];
-            let between = dot(&cross(n0, &wp), &m).cmpge(Vec4::ZERO) & dot(&cross(&wp, n1), &m).cmpge(Vec4::ZERO);
+            let between = dot(&cross(n0, &wp), m).cmpge(Vec4::ZERO) & dot(&cross(&wp, n1), m).cmpge(Vec4::ZERO);
             let arc = Vec4::select(between, dot(&wp, &wp).sqrt(), dot(n0, &w).max(dot(n1, &w)));
             let arc = Vec4::select(ill_defined, length, arc);
             let bound = arc + (Vec4::splat(EDGE_FLOOR_SLACK) * length + Vec4::splat(EDGE_FLOOR_MIN_SLACK));
@@ -1033,10 +1068,10 @@ impl EdgeFloor {
     }
 
     /// Whether no edge pair with A's edge from `a0` between faces `fa0` and `fa1` can separate
-    /// by more than the floor.
+    /// by more than the floor (in A's frame, as the lanes test it).
     #[cfg(test)]
     fn rules_out(&self, a: &Posed, a0: u32, fa0: u32, fa1: u32) -> bool {
-        let (p, n0, n1) = (a.point(a0), a.face_plane(fa0).0, a.face_plane(fa1).0);
+        let (p, n0, n1) = (a.local_point(a0), a.local_face_normal(fa0), a.local_face_normal(fa1));
         self.inside.iter().any(|&x| {
             let w = x - p;
             arc_max(n0, n1, w) + (EDGE_FLOOR_SLACK * w.length() + EDGE_FLOOR_MIN_SLACK) <= self.floor
@@ -1883,22 +1918,23 @@ mod tests {
                 let (_, sep_b) = best_face(b, a, 0.0, f32::MAX);
                 let floor = EdgeFloor::new(a, b, face_a, sep_a.max(sep_b) + EDGE_TOLERANCE + shift);
                 let edges = a.shape.edge_count;
-                let lanes = |e: u32| EdgeFloor::edges4(a, e / 4 * 4);
-                let exact = |e: u32| {
-                    let (p, n0, n1) = lanes(e);
-                    floor.rules_out4_exact(&p, &n0, &n1) >> (e % 4) & 1 == 1
-                };
-                let cheap = |e: u32| {
-                    let (p, n0, n1) = lanes(e);
-                    floor.rules_out4_cheap(&p, &n0, &n1) >> (e % 4) & 1 == 1
-                };
-                let tiered = |e: u32| floor.rules_out4(a, e / 4 * 4) >> (e % 4) & 1 == 1;
+                let lanes = |e: u32| EdgeGroup::new(a, e / 4 * 4);
+                let exact = |e: u32| floor.rules_out4_exact(&lanes(e)) >> (e % 4) & 1 == 1;
+                let cheap = |e: u32| floor.rules_out4_cheap(&lanes(e)) >> (e % 4) & 1 == 1;
+                // The tiered test from the shape's precomputed groups, as the solver runs it,
+                // and from groups computed on the spot.
+                let mut groups = Vec::new();
+                a.local_edge_groups(&mut groups);
+                let cached = Posed { edge_groups: &groups, ..*a };
+                let tiered = |e: u32| floor.rules_out4(&cached, e / 4 * 4) >> (e % 4) & 1 == 1;
+                let on_the_spot = |e: u32| floor.rules_out4(a, e / 4 * 4) >> (e % 4) & 1 == 1;
                 // The cheap bound rules out only what the exact one does, and rules out some.
                 let (cheap, tiered): (Vec<bool>, Vec<bool>) =
                     ((0..edges).map(cheap).collect(), (0..edges).map(tiered).collect());
                 let four: Vec<bool> = (0..edges).map(exact).collect();
                 assert!(cheap.iter().zip(&four).all(|(&c, &e)| !c || e), "trial {trial}: {cheap:?} vs {four:?}");
                 assert_eq!(tiered, four, "trial {trial}");
+                assert_eq!(tiered, (0..edges).map(on_the_spot).collect::<Vec<_>>(), "trial {trial}");
                 cheap_ruled.set(cheap_ruled.get() + cheap.iter().filter(|&&c| c).count());
                 let one: Vec<bool> = (0..edges)
                     .map(|e| {

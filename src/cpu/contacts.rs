@@ -2,12 +2,12 @@
 //! coloring, and the colored Gauss-Seidel and mass-splitting Jacobi solves. Each function is
 //! the twin of the GPU stage of the same name and produces the same data in the same order.
 
-use glam::{Mat3, Vec3, Vec4};
+use glam::{Mat3, Quat, Vec3, Vec4};
 use rayon::prelude::*;
 
 use super::stages::contact_compliance;
 use crate::collide::{
-    FRAME_DRIFT, FRAME_DRIFT_FRACTION, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA,
+    EdgeGroup, FRAME_DRIFT, FRAME_DRIFT_FRACTION, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA,
     RECYCLE_SLIDE_FRACTION, WARM_START_MIN_COS, WARM_START_RADIUS, collide_cached,
 };
 use crate::coloring::{ColoringScratch, color_graph};
@@ -71,6 +71,10 @@ pub(crate) struct ContactState {
     /// `groups_start[shape + 1]` (see [`Posed::local_groups`]).
     groups: Vec<Vec4>,
     groups_start: Vec<u32>,
+    /// Per shape, its polytope edges four at a time, from `edge_groups_start[shape]` to
+    /// `edge_groups_start[shape + 1]` (see [`Posed::local_edge_groups`]).
+    edge_groups: Vec<EdgeGroup>,
+    edge_groups_start: Vec<u32>,
     /// Coloring input and scratch (the conflict graph's adjacency lives here).
     coloring: ColoringScratch,
     pairs_scratch: Vec<[u32; 2]>,
@@ -676,17 +680,23 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     cs.prepared_valid = false;
     // The world points and planes of each polytope come from the broad phase, at these positions.
     debug_assert_eq!(cs.world_start.len(), p.body_count as usize + 1);
-    // Each shape's points four at a time, once (shapes never change).
+    // Each shape's points and edges four at a time, once (shapes never change).
     if cs.groups_start.len() != w.shapes.len() + 1 {
         cs.groups.clear();
         cs.groups_start.clear();
+        cs.edge_groups.clear();
+        cs.edge_groups_start.clear();
         for shape in w.shapes {
             cs.groups_start.push(cs.groups.len() as u32);
+            cs.edge_groups_start.push(cs.edge_groups.len() as u32);
             if crate::collide::is_polytope(shape) {
                 Posed::local_groups(shape, w.geometry, &mut cs.groups);
+                Posed::new(shape, Vec3::ZERO, Quat::IDENTITY, w.geometry, w.topology)
+                    .local_edge_groups(&mut cs.edge_groups);
             }
         }
         cs.groups_start.push(cs.groups.len() as u32);
+        cs.edge_groups_start.push(cs.edge_groups.len() as u32);
     }
     // Last step's separating face of each pair: both lists are in pair order, one cursor
     // walks the separated pairs.
@@ -764,6 +774,8 @@ fn collide_pair(
         Posed {
             world: &cs.world[cs.world_start[i] as usize..cs.world_start[i + 1] as usize],
             groups: &cs.groups[cs.groups_start[shape] as usize..cs.groups_start[shape + 1] as usize],
+            edge_groups: &cs.edge_groups
+                [cs.edge_groups_start[shape] as usize..cs.edge_groups_start[shape + 1] as usize],
             ..Posed::new(&w.shapes[shape], w.bodies[i].position, w.bodies[i].orientation, w.geometry, w.topology)
         }
     };
