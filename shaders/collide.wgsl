@@ -693,7 +693,9 @@ fn arc_max(n0: vec3<f32>, n1: vec3<f32>, w: vec3<f32>) -> f32 {
 }
 
 // Whether no edge pair with A's edge from `p` between face normals `n0` and `n1` can separate
-// by more than `floor`, judged from two points inside B's core. Twin of `EdgeFloor::rules_out`.
+// by more than `floor`, judged from two points inside B's core. Twin of `EdgeFloor::rules_out`,
+// in the world frame where the CPU's works in A's: the two differ only by rounding, far below
+// the slack, and either rules out only edges that cannot decide the contact.
 fn edge_ruled_out(p: vec3<f32>, n0: vec3<f32>, n1: vec3<f32>, inside0: vec3<f32>, inside1: vec3<f32>, floor: f32) -> bool {
     let w0 = inside0 - p;
     let w1 = inside1 - p;

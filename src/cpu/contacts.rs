@@ -167,8 +167,9 @@ pub(crate) struct Prepared {
 const _: () = assert!(size_of::<Prepared>() == 64 * 4);
 
 /// A contact point's inverse effective masses as every pass reads them: `k_n` along the normal,
-/// and the reciprocals of the normal and tangent ones, so that no pass divides. Twin of
-/// `point_masses` in shaders/solve_contacts.wgsl.
+/// and the reciprocals of the normal and tangent ones, so that no pass divides. The WGSL pass
+/// computes the same factors where it uses them (`friction_factors` and `1.0 / k_n` in
+/// shaders/solve_contacts.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct PointMasses {
@@ -1290,7 +1291,8 @@ fn solve_run(
     let p = w.params;
     let mut k = 0;
     while k < solving.len() {
-        // Sweeps over manifolds that cannot bounce go eight or four at a time (bit-identical).
+        // Sweeps over manifolds that cannot bounce go sixteen, eight or four at a time
+        // (bit-identical).
         if let Pass::Solve(use_bias) = pass
             && let Some(n) = [16, 8, 4]
                 .into_iter()

@@ -975,8 +975,19 @@ fn impulse_row_mut(m: &mut GpuManifold, k: usize) -> &mut [f32; 4] {
 /// (built row by row, with no zeroed array to fill first).
 #[inline(always)]
 fn load_prepared<L: Lanes>(prepared: &[Prepared]) -> PreparedLanes<L> {
-    let row = |r: usize| L::transpose8(|l| &bytemuck::cast_ref::<Prepared, [[f32; 8]; 8]>(&prepared[l])[r]);
-    PreparedLanes([row(0), row(1), row(2), row(3), row(4), row(5), row(6), row(7)])
+    // No closure around the transposes: it would be a function of its own, compiled without
+    // the sweep's target features, unless inlined.
+    let rows = |l: usize| bytemuck::cast_ref::<Prepared, [[f32; 8]; 8]>(&prepared[l]);
+    PreparedLanes([
+        L::transpose8(|l| &rows(l)[0]),
+        L::transpose8(|l| &rows(l)[1]),
+        L::transpose8(|l| &rows(l)[2]),
+        L::transpose8(|l| &rows(l)[3]),
+        L::transpose8(|l| &rows(l)[4]),
+        L::transpose8(|l| &rows(l)[5]),
+        L::transpose8(|l| &rows(l)[6]),
+        L::transpose8(|l| &rows(l)[7]),
+    ])
 }
 
 /// [`load_prepared`]'s vectors: word `w` of [`Prepared`] is `self[w]`.
@@ -1037,6 +1048,7 @@ fn prepare<L: Lanes>(
     let (ms, out) = (&ms[..L::N], &mut out[..L::N]);
     let (a, b) = (|l: usize| ms[l].body_a as usize, |l: usize| ms[l].body_b as usize);
     // At most eight lanes: the bases past `L::N` are never read.
+    const { assert!(L::N <= 8) };
     let mut bases = [(Vec3::ZERO, Vec3::ZERO); 8];
     for (basis, m) in bases.iter_mut().zip(ms) {
         *basis = tangent_basis(m.normal);
@@ -1318,8 +1330,8 @@ pub(super) fn solve8(
     solve4(p, &mut ms.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
 }
 
-/// [`solve8`] over sixteen manifolds, two groups of eight side by side where the processor has
-/// AVX, else eight at a time; the same bits either way.
+/// [`solve8`] over sixteen manifolds: in one AVX-512 register where the processor has
+/// AVX-512F, else eight at a time; the same bits either way.
 pub(super) fn solve16(
     p: &StepParams,
     ms: &mut [GpuManifold],
@@ -1393,7 +1405,7 @@ pub(super) fn prepare8(
     out: &mut [Prepared],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
+    if has_avx512vl() {
         // SAFETY: the processor has AVX-512F and AVX-512VL.
         unsafe { prepare8_avx512(ms, bodies, solver_bodies, motions, out) };
         return;
@@ -1542,6 +1554,17 @@ pub(super) fn has_avx() -> bool {
 /// code is not switched off for a test, see [`has_avx`]).
 pub(super) fn has_avx512() -> bool {
     has_avx() && avx512_detected()
+}
+
+/// Whether the eight-lane preparation may use AVX-512's 32 registers: the processor has
+/// AVX-512F and AVX-512VL (which the 256-bit instructions on the upper registers need).
+pub(super) fn has_avx512vl() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx512() && std::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Whether the processor has AVX-512F.
