@@ -26,7 +26,7 @@ use serde::Serialize;
 use signorini::ParticleState;
 use signorini::prelude::*;
 use signorini::scenes;
-use signorini::{ConstraintSolver, StageTimes};
+use signorini::{ConstraintSolver, CpuLanes, StageTimes};
 
 /// The scenes of the benchmark (built by `signorini::scenes`).
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
@@ -127,6 +127,11 @@ struct Args {
     /// same bits for every count.
     #[arg(long)]
     cpu_threads: Option<u32>,
+    /// The widest SIMD lanes signorini's CPU solver may use: 4, 8 (AVX) or 16 (AVX-512F, the
+    /// default; a processor without it takes the widest it has). The results are the same bits
+    /// for every width: this shows what a processor without AVX-512 gets.
+    #[arg(long, value_parser = ["4", "8", "16"])]
+    cpu_lanes: Option<String>,
     /// Tilts the dynamic bodies rigidly about the x axis through the origin by this angle,
     /// rad, before the run: a seeded disturbance for stability tests (both engines).
     #[arg(long, default_value_t = 0.0)]
@@ -231,6 +236,8 @@ struct Report {
     relax_iterations: u32,
     /// Worker threads of the CPU solver (absent on the GPU).
     cpu_threads: Option<usize>,
+    /// The most lanes the CPU solver's contact sweeps took at once (absent on the GPU).
+    cpu_lanes: Option<u32>,
     /// Stiffness of body-body contacts as given, Hz (before the clamp to a quarter of the
     /// substep rate); absent under Baumgarte stabilization.
     contact_hertz: Option<f32>,
@@ -277,6 +284,11 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
     if let Some(n) = args.cpu_threads {
         desc.solver.cpu_threads = n;
     }
+    desc.solver.cpu_lanes = match args.cpu_lanes.as_deref() {
+        Some("4") => CpuLanes::Four,
+        Some("8") => CpuLanes::Eight,
+        _ => CpuLanes::Sixteen,
+    };
     if let (Some(hz), Stabilization::Soft { contact_hertz, .. }) = (args.contact_hertz, &mut desc.solver.stabilization)
     {
         *contact_hertz = hz;
@@ -385,9 +397,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     type Made = (Box<dyn Solver>, String, String, bool, Option<u32>);
-    let mut gpu_timed = false;
+    let (mut gpu_timed, mut cpu_lanes) = (false, None);
     let (mut solver, adapter, backend, software, dispatches): Made = match args.backend {
-        Backend::Cpu => (Box::new(CpuSolver::new(&world)?), "cpu".into(), "cpu".into(), false, None),
+        Backend::Cpu => {
+            let solver = CpuSolver::new(&world)?;
+            cpu_lanes = Some(solver.cpu_lanes());
+            (Box::new(solver), "cpu".into(), "cpu".into(), false, None)
+        }
         Backend::Gpu => {
             let gpu = GpuContext::new()?;
             let summary = gpu.adapter().clone();
@@ -401,6 +417,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
+    if let Some(lanes) = cpu_lanes {
+        println!("CPU solver: up to {lanes} SIMD lanes");
+    }
     println!(
         "scene: {:?}, bodies: {}, particles: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
         args.scene,
@@ -484,6 +503,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n as usize,
         }),
+        cpu_lanes,
         contact_hertz: match settings.stabilization {
             Stabilization::Soft { contact_hertz, .. } => Some(contact_hertz),
             Stabilization::Baumgarte { .. } => None,

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The CPU-path benchmark matrix of BENCHMARKS.md, each scene beside Rapier, JSON per run.
-#   scripts/bench_cpu.sh [OUT_DIR] [THREADS]   (both engines get THREADS worker threads)
+#   scripts/bench_cpu.sh [OUT_DIR] [THREADS] [LANES]   (both engines get THREADS worker threads;
+#   LANES, 4, 8 or 16 (default), caps signorini's SIMD lanes: 8 is what a processor without
+#   AVX-512 runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-benchmarks/results/cpu}
 threads=${2:-1}
+lanes=${3:-16}
 mkdir -p "$out"
 cargo build --release --example bench
 label=$(git rev-parse --short HEAD)
 run() {
   local name=$1; shift
-  ./target/release/examples/bench --backend cpu --compare rapier --rapier-threads "$threads" --cpu-threads "$threads" \
+  ./target/release/examples/bench --backend cpu --compare rapier --rapier-threads "$threads" --cpu-threads "$threads" --cpu-lanes "$lanes" \
     --label "$label" --json "$out/$name.json" "$@"
 }
 run pile-1000 --scene pile --bodies 1000 --warmup 60 --steps 60

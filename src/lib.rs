@@ -55,8 +55,8 @@ pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Solver, StageTimes, StepStats};
 pub use world::{
-    ConstraintSolver, MAX_CPU_THREADS, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle, SolverSettings,
-    Stabilization, World, WorldDesc,
+    ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
+    SolverSettings, Stabilization, World, WorldDesc,
 };
 
 #[cfg(doctest)]

@@ -100,6 +100,13 @@ pub struct SolverSettings {
     /// same for every thread count; when the system cannot start the workers, the solver logs a
     /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
     pub cpu_threads: u32,
+    /// The widest SIMD vectors the CPU solver's lane code may use. Default
+    /// [`CpuLanes::Sixteen`]: the widest this processor has. Every width gives the same bits
+    /// (the lanes do each manifold's and body's arithmetic in the same order as the scalar
+    /// code), so this only changes speed: narrower lanes show what a processor without
+    /// AVX-512 or AVX gets, or avoid the lower clock some processors run AVX-512 at. The GPU
+    /// solver ignores it.
+    pub cpu_lanes: CpuLanes,
     /// Whether a resting four-point manifold between polytopes is carried into the next step
     /// without the narrow phase while, since the last narrow phase, the two bodies slid less
     /// than 1 mm against each other at every point (2 % of the contact face's size on faces
@@ -140,6 +147,31 @@ pub enum ConstraintSolver {
     Jacobi,
 }
 
+/// The widest SIMD vectors the CPU solver may use ([`SolverSettings::cpu_lanes`]); on a
+/// processor without them it takes the widest it has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CpuLanes {
+    /// Four lanes (SSE on x86-64; glam's portable or NEON code elsewhere).
+    Four,
+    /// Eight lanes in one AVX register.
+    Eight,
+    /// Sixteen lanes in one AVX-512 register for the contact sweeps (AVX-512F), and AVX-512's
+    /// 32 registers for the eight-lane contact preparation (AVX-512VL).
+    #[default]
+    Sixteen,
+}
+
+impl CpuLanes {
+    /// The number of lanes.
+    pub fn count(self) -> u32 {
+        match self {
+            CpuLanes::Four => 4,
+            CpuLanes::Eight => 8,
+            CpuLanes::Sixteen => 16,
+        }
+    }
+}
+
 impl Default for SolverSettings {
     fn default() -> Self {
         Self {
@@ -156,6 +188,7 @@ impl Default for SolverSettings {
             max_colors: 12,
             coloring_rounds: 8,
             cpu_threads: 0,
+            cpu_lanes: CpuLanes::Sixteen,
             recycle_contacts: true,
         }
     }

@@ -5,6 +5,7 @@
 use glam::{Mat3, Quat, Vec3, Vec4};
 use rayon::prelude::*;
 
+use super::lanes::Simd;
 use super::stages::contact_compliance;
 use crate::collide::{
     EdgeGroup, FRAME_DRIFT, FRAME_DRIFT_FRACTION, FRAME_MIN_COS, NO_FACE, Posed, RECYCLE_DRIFT, RECYCLE_MIN_AREA,
@@ -263,6 +264,8 @@ pub(crate) struct BodyView<'a> {
     pub geometry: &'a [Vec4],
     pub topology: &'a [u32],
     pub solver_bodies: &'a [GpuSolverBody],
+    /// The lane code the solver runs.
+    pub simd: Simd,
 }
 
 fn dynamic(props: &GpuBodyProps) -> bool {
@@ -392,7 +395,14 @@ fn body_bounds(
         let first_point = sh.first_point as usize;
         let (points, planes) = w.geometry[first_point..].split_at(sh.point_count as usize);
         if !own.is_empty() {
-            super::lanes::polytope_world(b.orientation, b.position, points, &planes[..sh.face_count as usize], own);
+            super::lanes::polytope_world(
+                w.simd,
+                b.orientation,
+                b.position,
+                points,
+                &planes[..sh.face_count as usize],
+                own,
+            );
         }
         let cached = !own.is_empty();
         let (mut lo, mut hi) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN));
@@ -1298,13 +1308,12 @@ fn solve_run(
                 .into_iter()
                 .find(|&n| k + n <= solving.len() && solving[k..k + n].iter().all(|m| m.restitution <= 0.0))
         {
-            let sweep = match n {
-                16 => super::lanes::solve16,
-                8 => super::lanes::solve8,
-                _ => super::lanes::solve4,
-            };
             let (ms, q, o) = (&mut solving[k..k + n], &prepared[k..k + n], &mut out[k..k + n]);
-            sweep(p, ms, q, motions, softs, use_bias, o);
+            match n {
+                16 => super::lanes::solve16(w.simd, p, ms, q, motions, softs, use_bias, o),
+                8 => super::lanes::solve8(w.simd, p, ms, q, motions, softs, use_bias, o),
+                _ => super::lanes::solve4(p, ms, q, motions, softs, use_bias, o),
+            }
             k += n;
             continue;
         }
@@ -1429,7 +1438,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     // Eight or four manifolds at a time in SIMD lanes (the same bits), the rest one by one.
     let eight = |(ms, ps): (&[GpuManifold], &mut [Prepared])| {
         if ms.len() == 8 {
-            return super::lanes::prepare8(ms, w.bodies, w.solver_bodies, motions, ps);
+            return super::lanes::prepare8(w.simd, ms, w.bodies, w.solver_bodies, motions, ps);
         }
         for (ms, ps) in ms.chunks(4).zip(ps.chunks_mut(4)) {
             if ms.len() == 4 {
@@ -2256,7 +2265,8 @@ mod tests {
     /// began), for kept and new frames and rounded shapes.
     #[test]
     fn lane_preparation_matches_one_manifold_at_a_time() {
-        eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());
+        let widest = Simd::new(crate::CpuLanes::Sixteen);
+        eprintln!("widest lanes on this processor: {}", widest.widest());
         use crate::solver::Solver;
         let desc = crate::scenes::bench_desc;
         let worlds = [crate::scenes::box_pile(desc(), 400, 3).unwrap(), crate::scenes::rain(desc(), 400, 5).unwrap()];
@@ -2282,13 +2292,14 @@ mod tests {
                 out.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
             };
             assert!(cs.solving.iter().any(|m| w.solver_bodies[m.body_b as usize].delta_position != Vec3::ZERO));
-            for width in [4, 8] {
+            // Eight lanes with AVX-512's registers where the processor has them, and without.
+            for (width, simd) in [(4, widest), (8, Simd::new(crate::CpuLanes::Eight)), (8, widest)] {
                 for ms in cs.solving.chunks_exact(width) {
                     // From NaN, so that whatever the lane code fails to write shows.
                     let nan = bytemuck::cast::<[f32; 64], Prepared>([f32::NAN; 64]);
                     let mut lanes = vec![nan; width];
                     if width == 8 {
-                        super::super::lanes::prepare8(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
+                        super::super::lanes::prepare8(simd, ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     } else {
                         super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     }
@@ -2355,7 +2366,7 @@ mod tests {
             let (mut lanes, mut lanes_s, mut refused) = (bodies.clone(), solver_bodies.clone(), 0);
             for ((b, sb), pr) in lanes.chunks_mut(width).zip(lanes_s.chunks_mut(width)).zip(props.chunks(width)) {
                 let done = if width == 8 {
-                    super::super::lanes::integrate_positions8(p.h, b, sb, pr)
+                    super::super::lanes::integrate_positions8(Simd::new(crate::CpuLanes::Eight), p.h, b, sb, pr)
                 } else {
                     super::super::lanes::integrate_positions4(p.h, b, sb, pr)
                 };
@@ -2412,7 +2423,7 @@ mod tests {
             let mut lanes = bodies.clone();
             for (b, pr) in lanes.chunks_mut(width).zip(props.chunks(width)) {
                 if width == 8 {
-                    super::super::lanes::integrate8(&p, b, pr);
+                    super::super::lanes::integrate8(Simd::new(crate::CpuLanes::Eight), &p, b, pr);
                 } else {
                     super::super::lanes::integrate4(&p, b, pr);
                 }
@@ -2449,7 +2460,8 @@ mod tests {
                     for wide in [false, true] {
                         let mut out = vec![Vec4::splat(f32::NAN); reference.len()];
                         if wide {
-                            super::super::lanes::polytope_world(q, position, points, planes, &mut out);
+                            let simd = Simd::new(crate::CpuLanes::Eight);
+                            super::super::lanes::polytope_world(simd, q, position, points, planes, &mut out);
                         } else {
                             super::super::lanes::polytope_world4(q, position, points, planes, &mut out);
                         }
@@ -2467,8 +2479,8 @@ mod tests {
     /// points per manifold and contacts against its static container.
     #[test]
     fn lane_sweeps_match_one_manifold_at_a_time() {
-        eprintln!("eight lanes in one AVX register: {}", super::super::lanes::has_avx());
-        eprintln!("sixteen lanes in one AVX-512 register: {}", super::super::lanes::has_avx512());
+        let widest = Simd::new(crate::CpuLanes::Sixteen);
+        eprintln!("widest lanes on this processor: {}", widest.widest());
         use crate::solver::Solver;
         let world = crate::scenes::box_pile(crate::scenes::bench_desc(), 400, 3).unwrap();
         let mut solver = crate::cpu::CpuSolver::new(&world).unwrap();
@@ -2516,12 +2528,12 @@ mod tests {
                     let (mut lanes, mut lane_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
                     let q = &cs.prepared[k..k + width];
                     let mut out = [[Vec3::ZERO; 4]; 16];
-                    let sweep = match width {
-                        16 => super::super::lanes::solve16,
-                        8 => super::super::lanes::solve8,
-                        _ => super::super::lanes::solve4,
-                    };
-                    sweep(p, &mut lanes, q, &motions, softs, use_bias, &mut out);
+                    let (lanes_in, out_in) = (&mut lanes[..], &mut out[..]);
+                    match width {
+                        16 => super::super::lanes::solve16(widest, p, lanes_in, q, &motions, softs, use_bias, out_in),
+                        8 => super::super::lanes::solve8(widest, p, lanes_in, q, &motions, softs, use_bias, out_in),
+                        _ => super::super::lanes::solve4(p, lanes_in, q, &motions, softs, use_bias, out_in),
+                    }
                     for (m, o) in lanes.iter().zip(&out) {
                         let (a, b) = (m.body_a as usize, m.body_b as usize);
                         if cs.dynamic[a] {

@@ -33,6 +33,7 @@ use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
 };
 use crate::math::{rotate, tangent_basis};
+use crate::world::CpuLanes;
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
 /// code), comparisons to masks, and selects.
@@ -60,6 +61,8 @@ trait Lanes:
     fn ne(self, o: Self) -> Self::Mask;
     /// `a` where `mask` holds, else `b`.
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+    /// Whether `mask` holds in any lane.
+    fn any(mask: Self::Mask) -> bool;
     /// Eight consecutive `f32`s of each lane, `row(l)`, as eight vectors: lane `l` of
     /// `out[e]` is `row(l)[e]` (a transpose, instead of inserting each lane's value alone).
     fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8];
@@ -131,6 +134,10 @@ impl Lanes for Vec4 {
     #[inline(always)]
     fn select(mask: BVec4A, a: Self, b: Self) -> Self {
         Vec4::select(mask, a, b)
+    }
+    #[inline(always)]
+    fn any(mask: BVec4A) -> bool {
+        mask.any()
     }
     #[inline(always)]
     fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
@@ -276,6 +283,10 @@ mod avx {
         #[inline(always)]
         fn select(mask: M8, a: Self, b: Self) -> Self {
             unsafe { F8(_mm256_blendv_ps(b.0, a.0, mask.0)) }
+        }
+        #[inline(always)]
+        fn any(mask: M8) -> bool {
+            unsafe { _mm256_movemask_ps(mask.0) != 0 }
         }
         #[inline(always)]
         fn transpose8<'a>(row: impl Fn(usize) -> &'a [f32; 8]) -> [Self; 8] {
@@ -524,6 +535,10 @@ mod avx512 {
         #[inline(always)]
         fn select(mask: M16, a: Self, b: Self) -> Self {
             unsafe { F16(_mm512_mask_blend_ps(mask.0, b.0, a.0)) }
+        }
+        #[inline(always)]
+        fn any(mask: M16) -> bool {
+            mask.0 != 0
         }
         /// `F8::transpose8`'s network on both 256-bit halves at once: register `k` holds rows
         /// `k` and `k + 8`, and the last step, which pairs 128-bit blocks, is one two-source
@@ -866,9 +881,17 @@ fn solve<L: Lanes>(
         point_bias(p, &soft, &points[2], inv_mass_scale),
         point_bias(p, &soft, &points[3], inv_mass_scale),
     ];
-    let (all, _) = centroid_step(&points, &biases, n, &ma, &mb, false);
-    let (pull, j_min) = centroid_step(&points, &biases, n, &ma, &mb, true);
+    let (all, j_all) = centroid_step(&points, &biases, n, &ma, &mb, false);
     let pulling = all.lt(zero);
+    // The step over the loaded points is only read where a lane pulls, and differs from the
+    // step over all points only where an active point carries no impulse: elsewhere it would
+    // repeat the same arithmetic on the same points, so the same bits.
+    let mut unloaded = points[0].active & !points[0].normal_impulse.gt(zero);
+    for c in &points[1..] {
+        unloaded = unloaded | (c.active & !c.normal_impulse.gt(zero));
+    }
+    let (pull, j_min) =
+        if L::any(pulling & unloaded) { centroid_step(&points, &biases, n, &ma, &mb, true) } else { (all, j_all) };
     let share = L::select(pulling, pull.max(-j_min).min(zero), all);
     let moving = share.ne(zero);
     for c in &mut points {
@@ -1310,7 +1333,9 @@ pub(super) fn solve4(
 
 /// [`solve4`] over eight manifolds: in the eight lanes of an AVX register where the processor
 /// has AVX, else four at a time; the same bits either way.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn solve8(
+    simd: Simd,
     p: &StepParams,
     ms: &mut [GpuManifold],
     prepared: &[Prepared],
@@ -1320,8 +1345,8 @@ pub(super) fn solve8(
     out: &mut [[Vec3; 4]],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx() {
-        // SAFETY: the processor has AVX.
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
         unsafe { solve8_avx(p, ms, prepared, motions, softs, use_bias, out) };
         return;
     }
@@ -1332,7 +1357,9 @@ pub(super) fn solve8(
 
 /// [`solve8`] over sixteen manifolds: in one AVX-512 register where the processor has
 /// AVX-512F, else eight at a time; the same bits either way.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn solve16(
+    simd: Simd,
     p: &StepParams,
     ms: &mut [GpuManifold],
     prepared: &[Prepared],
@@ -1342,14 +1369,14 @@ pub(super) fn solve16(
     out: &mut [[Vec3; 4]],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        // SAFETY: the processor has AVX-512F.
+    if simd.sixteen {
+        // SAFETY: the processor has AVX-512F (`Simd::new`).
         unsafe { solve16_avx512(p, ms, prepared, motions, softs, use_bias, out) };
         return;
     }
     let (ms, out) = (ms.split_at_mut(8), out.split_at_mut(8));
-    solve8(p, ms.0, &prepared[..8], motions, softs, use_bias, out.0);
-    solve8(p, &mut ms.1[..8], &prepared[8..16], motions, softs, use_bias, &mut out.1[..8]);
+    solve8(simd, p, ms.0, &prepared[..8], motions, softs, use_bias, out.0);
+    solve8(simd, p, &mut ms.1[..8], &prepared[8..16], motions, softs, use_bias, &mut out.1[..8]);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1398,6 +1425,7 @@ pub(super) fn prepare4(
 /// [`prepare4`] over eight manifolds: in the eight lanes of an AVX register where the
 /// processor has AVX, else four at a time; the same bits either way.
 pub(super) fn prepare8(
+    simd: Simd,
     ms: &[GpuManifold],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
@@ -1405,14 +1433,14 @@ pub(super) fn prepare8(
     out: &mut [Prepared],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512vl() {
-        // SAFETY: the processor has AVX-512F and AVX-512VL.
+    if simd.sixteen_vl {
+        // SAFETY: the processor has AVX-512F and AVX-512VL (`Simd::new`).
         unsafe { prepare8_avx512(ms, bodies, solver_bodies, motions, out) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if has_avx() {
-        // SAFETY: the processor has AVX.
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
         unsafe { prepare8_avx(ms, bodies, solver_bodies, motions, out) };
         return;
     }
@@ -1454,10 +1482,10 @@ pub(super) fn integrate4(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBod
 
 /// [`integrate`] of eight bodies: in the eight lanes of an AVX register where the processor
 /// has AVX, else four at a time; the same bits either way.
-pub(super) fn integrate8(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+pub(super) fn integrate8(simd: Simd, p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx() {
-        // SAFETY: the processor has AVX.
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
         unsafe { integrate8_avx(p, bodies, props) };
         return;
     }
@@ -1485,14 +1513,15 @@ pub(super) fn integrate_positions4(
 /// [`integrate_positions`] of eight bodies: in the eight lanes of an AVX register where the
 /// processor has AVX, else four at a time; the same bits either way.
 pub(super) fn integrate_positions8(
+    simd: Simd,
     h: f32,
     bodies: &mut [GpuBody],
     solver_bodies: &mut [GpuSolverBody],
     props: &[GpuBodyProps],
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if has_avx() {
-        // SAFETY: the processor has AVX.
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
         return unsafe { integrate_positions8_avx(h, bodies, solver_bodies, props) };
     }
     // Both halves or neither: the caller moves all eight one at a time on `false`.
@@ -1517,10 +1546,10 @@ fn integrate_positions8_avx(
 
 /// [`world`]: eight at a time in an AVX register where the processor has AVX, else four in a
 /// `Vec4`; the same bits either way.
-pub(super) fn polytope_world(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+pub(super) fn polytope_world(simd: Simd, q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx() {
-        // SAFETY: the processor has AVX.
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
         unsafe { world_avx(q, position, points, planes, out) };
         return;
     }
@@ -1539,32 +1568,38 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
     world::<avx::F8>(q, position, points, planes, out);
 }
 
-/// Whether the eight-lane functions ([`solve8`], [`prepare8`], [`integrate8`],
-/// [`polytope_world`]) run in one AVX register (else as two groups of four): the processor has
-/// AVX (and, in tests, [`FOUR_LANES_ONLY`] is off).
-pub(super) fn has_avx() -> bool {
-    #[cfg(test)]
-    if FOUR_LANES_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
-        return false;
-    }
-    avx_detected()
+/// Which of the wider lane codes a CPU solver runs: [`CpuLanes`] as far as this processor
+/// allows. Made only by [`Simd::new`], which checks the processor, so that the functions
+/// compiled for AVX and AVX-512 run only where those instructions exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Simd {
+    /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`integrate8`],
+    /// [`integrate_positions8`], [`polytope_world`]), else four at a time.
+    eight: bool,
+    /// Sixteen lanes in one AVX-512 register ([`solve16`]), else eight at a time.
+    sixteen: bool,
+    /// The eight-lane preparation with AVX-512's 32 registers (AVX-512F and AVX-512VL).
+    sixteen_vl: bool,
 }
 
-/// Whether the sixteen-lane sweeps may run: the processor has AVX-512F (and the eight-lane
-/// code is not switched off for a test, see [`has_avx`]).
-pub(super) fn has_avx512() -> bool {
-    has_avx() && avx512_detected()
-}
-
-/// Whether the eight-lane preparation may use AVX-512's 32 registers: the processor has
-/// AVX-512F and AVX-512VL (which the 256-bit instructions on the upper registers need).
-pub(super) fn has_avx512vl() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        has_avx512() && std::is_x86_feature_detected!("avx512vl")
+impl Simd {
+    /// The widest lane code, up to `max`, that this processor runs.
+    pub(crate) fn new(max: CpuLanes) -> Self {
+        let eight = max >= CpuLanes::Eight && avx_detected();
+        let sixteen = eight && max >= CpuLanes::Sixteen && avx512_detected();
+        Self { eight, sixteen, sixteen_vl: sixteen && avx512vl_detected() }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+
+    /// The most manifolds one sweep takes at once.
+    pub(crate) fn widest(self) -> u32 {
+        if self.sixteen {
+            16
+        } else if self.eight {
+            8
+        } else {
+            4
+        }
+    }
 }
 
 /// Whether the processor has AVX-512F.
@@ -1572,6 +1607,16 @@ fn avx512_detected() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the processor has AVX-512VL.
+fn avx512vl_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -1586,9 +1631,3 @@ fn avx_detected() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
-
-/// Makes [`has_avx`] say no, so that a test can run the four-lane code on a machine with AVX
-/// and compare it with the eight-lane code (which must give the same bits, so other tests
-/// running meanwhile are not disturbed).
-#[cfg(test)]
-pub(super) static FOUR_LANES_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

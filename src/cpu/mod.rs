@@ -69,6 +69,8 @@ pub struct CpuSolver {
     stage_times: StageTimes,
     /// The worker threads, when there are several (see [`crate::SolverSettings::cpu_threads`]).
     pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+    /// The lane code it runs (see [`crate::SolverSettings::cpu_lanes`]).
+    simd: lanes::Simd,
 }
 
 impl CpuSolver {
@@ -116,7 +118,14 @@ impl CpuSolver {
             steps: 0,
             stage_times: StageTimes::default(),
             pool,
+            simd: lanes::Simd::new(world.desc().solver.cpu_lanes),
         })
+    }
+
+    /// The most lanes its contact sweeps take at once: [`crate::SolverSettings::cpu_lanes`] as
+    /// far as this processor allows (16 with AVX-512F, 8 with AVX, else 4).
+    pub fn cpu_lanes(&self) -> u32 {
+        self.simd.widest()
     }
 
     /// The internal body states (centre of mass, principal frame), for comparisons with the GPU.
@@ -145,6 +154,7 @@ impl CpuSolver {
             solver_bodies: &mut self.solver_bodies,
             contacts: &mut self.contacts,
             parallel: self.pool.is_some(),
+            simd: self.simd,
         }
     }
 
@@ -157,6 +167,7 @@ impl CpuSolver {
             geometry: &self.geometry,
             topology: &self.topology,
             solver_bodies: &self.solver_bodies,
+            simd: self.simd,
         }
     }
 
@@ -394,10 +405,12 @@ mod tests {
     }
 
     /// 1,100 mixed shapes (spheres, boxes, capsules, hulls), every fifth bouncy, rained into an
-    /// open box with a tilted plane across it, stepped on `threads` worker threads.
-    fn mixed_shapes_in_a_box(threads: u32) -> crate::World {
+    /// open box with a tilted plane across it, stepped on `threads` worker threads with at most
+    /// `lanes` lanes.
+    fn mixed_shapes_in_a_box(threads: u32, lanes: crate::CpuLanes) -> crate::World {
         let mut desc = bench_desc();
         desc.solver.cpu_threads = threads;
+        desc.solver.cpu_lanes = lanes;
         let mut world = crate::World::new(desc).expect("world");
         let side = crate::scenes::add_container(&mut world, 1100).expect("container");
         world.add_plane(crate::Plane::new(Vec3::new(0.1, 1.0, 0.0), 0.3).restitution(0.3)).expect("plane");
@@ -417,7 +430,7 @@ mod tests {
     #[test]
     fn thread_counts_give_the_same_bits() {
         let run = |threads: u32| {
-            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(threads)).expect("cpu");
+            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(threads, crate::CpuLanes::Sixteen)).expect("cpu");
             assert_eq!(solver.contacts_state.parallel, threads > 1);
             solver.contacts_state.run = 8;
             solver.step_many(60);
@@ -441,32 +454,31 @@ mod tests {
         }
     }
 
-    /// The sixteen- and eight-lane code (AVX-512, AVX) and the four-lane code give the same bits
-    /// over a whole run: the mixed shapes (spheres, boxes, capsules, hulls, some bouncy) of
-    /// `thread_counts_give_the_same_bits` for 60 steps on one thread, once as this machine runs
-    /// them (sixteen lanes where it has AVX-512) and once with the four lanes forced. (Without
-    /// AVX both runs take the four lanes, and the test says so.)
+    /// Every lane width gives the same bits over a whole run: the mixed shapes (spheres, boxes,
+    /// capsules, hulls, some bouncy) of `thread_counts_give_the_same_bits` for 60 steps on one
+    /// thread with [`crate::CpuLanes`] four, eight and sixteen. (A processor without AVX-512 or
+    /// AVX runs the widest it has for the wider settings, and the test says so.)
     #[test]
-    fn eight_and_four_lanes_give_the_same_bits() {
-        use std::sync::atomic::Ordering::Relaxed;
-        let run = |four: bool| {
-            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(1)).expect("cpu");
-            lanes::FOUR_LANES_ONLY.store(four, Relaxed);
+    fn every_lane_width_gives_the_same_bits() {
+        let run = |max: crate::CpuLanes| {
+            let mut solver = CpuSolver::new(&mixed_shapes_in_a_box(1, max)).expect("cpu");
+            assert!(solver.cpu_lanes() <= max.count());
             solver.step_many(60);
-            lanes::FOUR_LANES_ONLY.store(false, Relaxed);
-            (solver.raw_bodies().to_vec(), solver.manifolds().to_vec())
+            (solver.cpu_lanes(), solver.raw_bodies().to_vec(), solver.manifolds().to_vec())
         };
-        if !lanes::has_avx() {
-            eprintln!("no AVX here: both runs take the four lanes");
+        let (_, four, four_manifolds) = run(crate::CpuLanes::Four);
+        assert!(four_manifolds.len() > 2048, "{} manifolds", four_manifolds.len());
+        for max in [crate::CpuLanes::Eight, crate::CpuLanes::Sixteen] {
+            let (lanes, bodies, manifolds) = run(max);
+            if lanes < max.count() {
+                eprintln!("at most {lanes} lanes on this processor");
+            }
+            assert!(bodies == four, "{lanes} lanes: body states differ");
+            assert!(
+                bytemuck::cast_slice::<_, u32>(&manifolds) == bytemuck::cast_slice::<_, u32>(&four_manifolds),
+                "{lanes} lanes: manifolds differ"
+            );
         }
-        let (eight, eight_manifolds) = run(false);
-        let (four, four_manifolds) = run(true);
-        assert!(eight_manifolds.len() > 2048, "{} manifolds", eight_manifolds.len());
-        assert!(eight == four, "body states differ");
-        assert!(
-            bytemuck::cast_slice::<_, u32>(&eight_manifolds) == bytemuck::cast_slice::<_, u32>(&four_manifolds),
-            "manifolds differ"
-        );
     }
 
     /// The particle stages split particles over threads the same way: 3,000 bouncy particles

@@ -5,6 +5,8 @@
 use glam::{Mat3, Quat, Vec3};
 use rayon::prelude::*;
 
+use super::lanes::Simd;
+
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuCollider, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, KIND_DYNAMIC, KIND_STATIC,
     StepParams,
@@ -27,6 +29,8 @@ pub(crate) struct Buffers<'a> {
     pub contacts: &'a mut [GpuStaticContact],
     /// Whether stages whose bodies are independent split them over the solver's threads.
     pub parallel: bool,
+    /// The lane code the solver runs.
+    pub simd: Simd,
 }
 
 /// Bodies per task when a stage splits its bodies over threads (the broad phase's bounds too).
@@ -203,12 +207,12 @@ pub(crate) fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32
 /// up, and backward Euler (Catto, GDC 2015) loses about 5 % of the angular momentum of a
 /// tumbling box over 10 s.
 pub(crate) fn integrate_velocities(buf: &mut Buffers) {
-    let p = buf.params;
+    let (p, simd) = (buf.params, buf.simd);
     let n = p.body_count as usize;
     // Eight or four bodies at a time in SIMD lanes (the same bits), the rest one by one.
     let eight = |(bodies, props): (&mut [GpuBody], &[GpuBodyProps])| {
         if bodies.len() == 8 {
-            return super::lanes::integrate8(p, bodies, props);
+            return super::lanes::integrate8(simd, p, bodies, props);
         }
         for (bodies, props) in bodies.chunks_mut(4).zip(props.chunks(4)) {
             if bodies.len() == 4 {
@@ -260,13 +264,13 @@ pub(crate) fn integrate_velocity(p: &StepParams, b: &mut GpuBody, pr: &GpuBodyPr
 /// map, seed 000), and the same motion accumulated in the step deltas. Kinematic bodies move
 /// too; static bodies do not.
 pub(crate) fn integrate_positions(buf: &mut Buffers) {
-    let p = buf.params;
+    let (p, simd) = (buf.params, buf.simd);
     let n = p.body_count as usize;
     let one = |((b, sb), pr): ((&mut GpuBody, &mut GpuSolverBody), &GpuBodyProps)| integrate_position(p, b, sb, pr);
     // Eight or four bodies at a time in SIMD lanes (the same bits), the rest, and any group
     // turning past the exponential map's direct range, one by one.
     let eight = |((bodies, solver_bodies), props): ((&mut [GpuBody], &mut [GpuSolverBody]), &[GpuBodyProps])| {
-        if bodies.len() == 8 && super::lanes::integrate_positions8(p.h, bodies, solver_bodies, props) {
+        if bodies.len() == 8 && super::lanes::integrate_positions8(simd, p.h, bodies, solver_bodies, props) {
             return;
         }
         for ((bodies, solver_bodies), props) in
