@@ -747,6 +747,48 @@ fn best_face(reference: &Posed, other: &Posed, radii: f32, margin: f32) -> (u32,
     best
 }
 
+/// `|e_k · f_j|` for A's world axes `e_k` and B's `f_j`, two boxes (the normals of faces
+/// `2k + 1`): the products both boxes' face queries take ([`box_best_face`]), computed once
+/// for the pair. A dot product's terms commute, so `f_j · e_k` is the same number.
+fn box_axis_dots(a: &Posed, b: &Posed) -> [[f32; 3]; 3] {
+    let axes = |p: &Posed| [p.face_plane(1).0, p.face_plane(3).0, p.face_plane(5).0];
+    let (ea, eb) = (axes(a), axes(b));
+    std::array::from_fn(|k| std::array::from_fn(|j| ea[k].dot(eb[j]).abs()))
+}
+
+/// [`best_face`] of a box against a box, with `dots(k, j)` the reference's axis `k` dotted
+/// with the other's axis `j`, in absolute value ([`box_axis_dots`]): the same faces and
+/// separations bit for bit, since the other's support along face `2k` or `2k + 1` (normals
+/// `∓e_k`, each the other's exact negation) is `Posed::min_along`'s sum of its half extents
+/// times these products, in the same order.
+fn box_best_face(
+    reference: &Posed,
+    other: &Posed,
+    radii: f32,
+    margin: f32,
+    dots: impl Fn(usize, usize) -> f32,
+) -> (u32, f32) {
+    let plus = other.shape.first_point + other.shape.point_count;
+    let half = |j: u32| other.geometry[(plus + 2 * j + 1) as usize].w;
+    let mut best = (0, f32::MIN);
+    for f in 0..6 {
+        let (n, offset) = reference.face_plane(f);
+        let centre = n.dot(other.position);
+        if centre - offset <= best.1 {
+            continue;
+        }
+        let k = (f / 2) as usize;
+        let s = centre - (half(0) * dots(k, 0) + half(1) * dots(k, 1) + half(2) * dots(k, 2)) - offset;
+        if s > best.1 {
+            best = (f, s);
+            if s - radii >= margin {
+                break;
+            }
+        }
+    }
+    best
+}
+
 /// Whether edges with adjacent face normals `(a, b)` on A and `(c, d)` on B (already negated)
 /// build a face of the Minkowski difference, i.e. their arcs cross on the Gauss map
 /// (Gregorius, "The Separating Axis Test between Convex Polyhedra", GDC 2013). Only those edge
@@ -1248,12 +1290,19 @@ fn edge_separation(
 /// with `FACE_OF_B`) or [`NO_FACE`].
 fn polytope_polytope(a: &Posed, b: &Posed, margin: f32) -> (Manifold, u32) {
     let radii = a.shape.radius + b.shape.radius;
+    let dots = (a.shape.kind == SHAPE_BOX && b.shape.kind == SHAPE_BOX).then(|| box_axis_dots(a, b));
     // A face plane that keeps the shapes a margin apart: no contact (and no edge search).
-    let (face_a, sep_a) = best_face(a, b, radii, margin);
+    let (face_a, sep_a) = match &dots {
+        Some(d) => box_best_face(a, b, radii, margin, |k, j| d[k][j]),
+        None => best_face(a, b, radii, margin),
+    };
     if sep_a - radii >= margin {
         return (Manifold::default(), face_a);
     }
-    let (face_b, sep_b) = best_face(b, a, radii, margin);
+    let (face_b, sep_b) = match &dots {
+        Some(d) => box_best_face(b, a, radii, margin, |k, j| d[j][k]),
+        None => best_face(b, a, radii, margin),
+    };
     if sep_b - radii >= margin {
         return (Manifold::default(), face_b | FACE_OF_B);
     }
@@ -1322,15 +1371,23 @@ fn face_contact(reference: &Posed, incident: &Posed, face: u32, margin: f32, rad
     }
     let mut incident_face = 0;
     let mut lowest = f32::MAX;
-    for f in 0..incident.shape.face_count {
-        let (start, end) = incident.face_loop(f);
-        if !(0..end - start).any(|j| incident.face_vertex(f, j) == support) {
-            continue;
-        }
+    let mut consider = |f: u32| {
         let d = incident.face_plane(f).0.dot(n);
         if d < lowest {
             lowest = d;
             incident_face = f;
+        }
+    };
+    if incident.shape.kind == SHAPE_BOX {
+        // A box's vertex `v` lies on faces `2k + (bit k of v)`, ascending in `k` (the layout of
+        // `Polytope::cuboid`): the faces the loop below would find, in its order.
+        (0..3).for_each(|k| consider(2 * k + (support >> k & 1)));
+    } else {
+        for f in 0..incident.shape.face_count {
+            let (start, end) = incident.face_loop(f);
+            if (0..end - start).any(|j| incident.face_vertex(f, j) == support) {
+                consider(f);
+            }
         }
     }
     // Clipping a convex polygon of `k` vertices against `s` sides leaves at most `k + s`: the
@@ -2025,6 +2082,50 @@ mod tests {
             apart += usize::from(slow.1 > 0.0);
         }
         assert!(passed_over > 1000 && apart > 50, "{passed_over} faces passed over, {apart} pairs apart");
+    }
+
+    /// Between two boxes, the face queries from the shared axis products ([`box_best_face`])
+    /// and the incident faces found from the box layout give the general code's answers bit
+    /// for bit: random boxes near, overlapping and apart, with and without the early stop, and
+    /// flush boxes (where the deepest vertex and the incident face come near ties).
+    #[test]
+    fn box_face_queries_match_the_general_ones() {
+        let boxes = [unit_box(), Shape::cuboid(Vec3::new(0.3, 0.6, 0.2))];
+        let mut rng = crate::scenes::Lcg(41);
+        let (mut apart, mut clipped) = (0, 0);
+        for trial in 0..900 {
+            let (sa, sb) = (boxes[trial % 2].clone(), boxes[(trial / 2) % 2].clone());
+            let (mut pb, mut qa, mut qb) = random_pose(&mut rng, &sa, &sb, 0.3, 1.2);
+            if trial % 3 == 0 {
+                // Resting flush, turned by a hair.
+                (qa, qb) = (Quat::from_rotation_y(1e-4 * rng.next_centered()), Quat::IDENTITY);
+                pb = Vec3::new(0.1 * rng.next_centered(), 0.5 + 0.3 + 1e-3 * rng.next_centered(), 0.0);
+            }
+            let margin = if trial % 2 == 0 { 0.01 } else { f32::MAX };
+            let ((box_a, box_b), (general_a, general_b), faces) =
+                contacts_and(sa, Vec3::ZERO, qa, sb, pb, qb, |a, b| {
+                    let d = box_axis_dots(a, b);
+                    let boxes = (
+                        box_best_face(a, b, 0.0, margin, |k, j| d[k][j]),
+                        box_best_face(b, a, 0.0, margin, |k, j| d[j][k]),
+                    );
+                    let general = (best_face(a, b, 0.0, margin), best_face(b, a, 0.0, margin));
+                    // The general incident-face search, on a box posed as a hull would be.
+                    let face = general.0.0;
+                    let as_hull = Posed { shape: &GpuShape { kind: SHAPE_POLYTOPE, ..*b.shape }, ..*b };
+                    let m = face_contact(a, b, face, f32::MAX, 0.0);
+                    let hull = face_contact(a, &as_hull, face, f32::MAX, 0.0);
+                    (boxes, general, (format!("{m:?}"), format!("{hull:?}")))
+                })
+                .1;
+            let bits = |(f, s): (u32, f32)| (f, s.to_bits());
+            assert_eq!(bits(box_a), bits(general_a), "trial {trial}");
+            assert_eq!(bits(box_b), bits(general_b), "trial {trial}");
+            assert_eq!(faces.0, faces.1, "trial {trial}");
+            apart += usize::from(general_a.1 > 0.0);
+            clipped += usize::from(faces.0.contains("count: 4"));
+        }
+        assert!(apart > 50 && clipped > 100, "{apart} pairs apart, {clipped} four-point clips");
     }
 
     /// The nine-axis query of two boxes gives the general edge query's answer: over random
