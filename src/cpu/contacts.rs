@@ -150,22 +150,62 @@ impl ContactState {
 
 /// What every pass over one manifold reads that depends on positions and masses alone: the
 /// tangent basis, the points' lever arms and separations, and the effective masses of the
-/// unsplit bodies. Between two position updates these do not change, so the warm start and
-/// the iterations of a substep share one computation (the same arithmetic as computing them in
-/// each pass: results are bit-identical, and so is the agreement with the GPU). Laid out as
-/// 64 `f32`s, eight rows of eight, which the lane sweeps load by transposing.
+/// unsplit bodies, with the manifold's normal, friction and point count. Between two position
+/// updates these do not change, so the warm start and the iterations of a substep share one
+/// computation (the same arithmetic as computing them in each pass: results are bit-identical,
+/// and so is the agreement with the GPU). Laid out as 64 `f32`s, sixteen per point, eight rows
+/// of eight, which the lane code writes and reads whole by transposing.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Prepared {
-    pub(crate) t1: Vec3,
-    pub(crate) t2: Vec3,
-    pub(crate) geo: [Geometry; 4],
-    /// Per point: its effective masses, with the reciprocals the passes use.
-    pub(crate) masses: [PointMasses; 4],
-    /// Unused: pads to eight rows of eight `f32`s.
-    pub(crate) _pad: [f32; 6],
+    pub(crate) points: [PreparedPoint; 4],
 }
 const _: () = assert!(size_of::<Prepared>() == 64 * 4);
+
+/// One point of [`Prepared`]: two rows of eight `f32`s.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct PreparedPoint {
+    pub(crate) geo: Geometry,
+    /// Its effective masses, with the reciprocals the passes use.
+    pub(crate) masses: PointMasses,
+    /// Three words of the manifold's: the first tangent in point 0's, the second in point 1's,
+    /// the normal in point 2's, the friction and the point count in point 3's (written whatever
+    /// the count).
+    pub(crate) manifold: [f32; 3],
+}
+const _: () = assert!(size_of::<PreparedPoint>() == 16 * 4);
+
+impl Prepared {
+    /// Sets manifold `m`'s own words: its tangent basis, normal, friction and point count.
+    fn set_manifold(&mut self, m: &GpuManifold) {
+        let (t1, t2) = tangent_basis(m.normal);
+        let words = [t1.to_array(), t2.to_array(), m.normal.to_array(), [m.friction, m.count as f32, 0.0]];
+        for (point, words) in self.points.iter_mut().zip(words) {
+            point.manifold = words;
+        }
+    }
+
+    /// The first tangent.
+    pub(crate) fn t1(&self) -> Vec3 {
+        Vec3::from_array(self.points[0].manifold)
+    }
+
+    /// The second tangent.
+    pub(crate) fn t2(&self) -> Vec3 {
+        Vec3::from_array(self.points[1].manifold)
+    }
+
+    /// Each point's lever arms and separation.
+    pub(crate) fn geo(&self) -> [Geometry; 4] {
+        self.points.map(|p| p.geo)
+    }
+
+    /// Each point's effective masses.
+    pub(crate) fn masses(&self) -> [PointMasses; 4] {
+        self.points.map(|p| p.masses)
+    }
+}
 
 /// A contact point's inverse effective masses as every pass reads them: `k_n` along the normal,
 /// and the reciprocals of the normal and tangent ones, so that no pass divides. The WGSL pass
@@ -1349,7 +1389,7 @@ fn load_motions(w: &BodyView, cs: &mut ContactState) {
 fn warm_start_bodies(cs: &mut ContactState) {
     let impulse = |m: &GpuManifold, q: &Prepared, k: usize| {
         let c = &m.points[k];
-        c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1 + c.tangent_impulse_2 * q.t2
+        c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1() + c.tangent_impulse_2 * q.t2()
     };
     let motions = &cs.motions;
     let work = |(m, q): (&mut GpuManifold, &Prepared)| {
@@ -1357,7 +1397,7 @@ fn warm_start_bodies(cs: &mut ContactState) {
             return;
         }
         let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
-        for (k, g) in q.geo.iter().enumerate().take(m.count as usize) {
+        for (k, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
             let j = impulse(m, q, k);
             m.absorbed -= apply_at(&mut ma, &mut mb, g, j, true);
         }
@@ -1373,7 +1413,7 @@ fn warm_start_bodies(cs: &mut ContactState) {
         for &k in &cs.slots {
             let (m, q) = (&cs.solving[k as usize], &cs.prepared[k as usize]);
             let (a, b) = (m.body_a as usize, m.body_b as usize);
-            for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
+            for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
                 let j = impulse(m, q, p);
                 if cs.dynamic[a] {
                     cs.motions[a].apply(g.ra, -j);
@@ -1397,7 +1437,7 @@ fn warm_start_bodies(cs: &mut ContactState) {
             let slot = slots[k as usize] as usize;
             let (m, q) = (&solving[slot], &prepared[slot]);
             let a_side = m.body_a as usize == i;
-            for (p, g) in q.geo.iter().enumerate().take(m.count as usize) {
+            for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
                 let j = impulse(m, q, p);
                 if a_side {
                     motion.apply(g.ra, -j);
@@ -1422,16 +1462,9 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     // The bodies' inverse masses and inertia (and velocities, which the passes start from).
     load_motions(w, cs);
     let motions = &cs.motions;
-    // Filled in place: only the points a manifold has are written (the lane sweeps read
-    // the others and discard what they compute from them).
-    let empty = Prepared {
-        t1: Vec3::ZERO,
-        t2: Vec3::ZERO,
-        geo: [Geometry { ra: Vec3::ZERO, rb: Vec3::ZERO, separation: 0.0 }; 4],
-        masses: [PointMasses::default(); 4],
-        _pad: [0.0; 6],
-    };
-    cs.prepared.resize(cs.solving.len(), empty);
+    // Filled in place: the one-manifold code writes only the points a manifold has, the lane
+    // code all four (the lane sweeps read the others and discard what they compute from them).
+    cs.prepared.resize(cs.solving.len(), bytemuck::Zeroable::zeroed());
     let one = |(m, p): (&GpuManifold, &mut Prepared)| {
         prepare_one(w, &motions[m.body_a as usize], &motions[m.body_b as usize], m, p)
     };
@@ -1460,10 +1493,12 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
 /// the points it has.
 fn prepare_one(w: &BodyView, ma: &Motion, mb: &Motion, m: &GpuManifold, p: &mut Prepared) {
     let n = m.normal;
-    (p.t1, p.t2) = tangent_basis(n);
+    p.set_manifold(m);
+    let (t1, t2) = (p.t1(), p.t2());
     for k in 0..m.count as usize {
-        p.geo[k] = geometry(w, m, &m.points[k]);
-        p.masses[k] = point_masses(effective_masses(ma, mb, &p.geo[k], n, p.t1, p.t2));
+        let geo = geometry(w, m, &m.points[k]);
+        p.points[k].geo = geo;
+        p.points[k].masses = point_masses(effective_masses(ma, mb, &geo, n, t1, t2));
     }
 }
 
@@ -1635,15 +1670,15 @@ fn manifold_pass(
 ) {
     let p = w.params;
     let n = m.normal;
-    let (t1, t2) = (prep.t1, prep.t2);
+    let (t1, t2) = (prep.t1(), prep.t2());
     let count = m.count as usize;
     let track = m.restitution > 0.0;
-    let geo = &prep.geo;
+    let geo = &prep.geo();
     match pass {
         // By body, in `warm_start_bodies`.
         Pass::WarmStart => {}
         Pass::Solve(use_bias) => {
-            let mut k = prep.masses;
+            let mut k = prep.masses();
             if split {
                 for (k, g) in k.iter_mut().zip(geo).take(count) {
                     *k = point_masses(effective_masses(ma, mb, g, n, t1, t2));
@@ -2236,12 +2271,12 @@ mod tests {
             let (a, b) = (m.body_a as usize, m.body_b as usize);
             let (mut alone_a, mut alone_b) = (cs.motions[a], cs.motions[b]);
             let mut work = m.absorbed;
-            for (c, g) in m.points[..m.count as usize].iter().zip(&q.geo) {
-                let j = c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1 + c.tangent_impulse_2 * q.t2;
+            for (c, g) in m.points[..m.count as usize].iter().zip(q.geo()) {
+                let j = c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1() + c.tangent_impulse_2 * q.t2();
                 reference[a].apply(g.ra, -j);
                 reference[b].apply(g.rb, j);
                 if m.restitution > 0.0 {
-                    work -= apply_at(&mut alone_a, &mut alone_b, g, j, true);
+                    work -= apply_at(&mut alone_a, &mut alone_b, &g, j, true);
                 }
             }
             bouncing += usize::from(m.restitution > 0.0 && work != m.absorbed);
@@ -2283,8 +2318,9 @@ mod tests {
                 ..Motion::default()
             };
             let bits = |p: &Prepared, count: usize| {
-                let mut out = vec![p.t1.to_array(), p.t2.to_array()];
-                for (g, k) in p.geo.iter().zip(&p.masses).take(count) {
+                // The manifold's own words, then the points it has.
+                let mut out = p.points.iter().map(|p| p.manifold).collect::<Vec<_>>();
+                for (g, k) in p.geo().iter().zip(&p.masses()).take(count) {
                     let [w11, w12, w22] = k.newton;
                     out.extend([g.ra.to_array(), g.rb.to_array(), [g.separation, k.k_n, k.normal_mass]]);
                     out.extend([[w11, w12, w22], [k.tangent_step, 0.0, 0.0]]);

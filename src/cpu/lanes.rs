@@ -28,7 +28,7 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::contacts::{Geometry, Motion, PointMasses, Prepared, Soft};
+use super::contacts::{Motion, PointMasses, Prepared, PreparedPoint, Soft};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
 };
@@ -70,6 +70,8 @@ trait Lanes:
     fn transpose4<'a>(row: impl Fn(usize) -> &'a [f32; 4]) -> [Self; 4];
     /// The inverse of [`Lanes::transpose4`]: `write(l, row)` with `row[e]` lane `l` of `v[e]`.
     fn untranspose4(v: [Self; 4], write: impl FnMut(usize, [f32; 4]));
+    /// The inverse of [`Lanes::transpose8`]: `write(l, row)` with `row[e]` lane `l` of `v[e]`.
+    fn untranspose8(v: [Self; 8], write: impl FnMut(usize, [f32; 8]));
 }
 
 impl Lanes for Vec4 {
@@ -159,6 +161,18 @@ impl Lanes for Vec4 {
         let t = Mat4::from_cols(v[0], v[1], v[2], v[3]).transpose();
         for (l, row) in [t.x_axis, t.y_axis, t.z_axis, t.w_axis].into_iter().enumerate() {
             write(l, row.to_array());
+        }
+    }
+    #[inline(always)]
+    fn untranspose8(v: [Self; 8], mut write: impl FnMut(usize, [f32; 8])) {
+        let lo = Mat4::from_cols(v[0], v[1], v[2], v[3]).transpose();
+        let hi = Mat4::from_cols(v[4], v[5], v[6], v[7]).transpose();
+        let rows = [(lo.x_axis, hi.x_axis), (lo.y_axis, hi.y_axis), (lo.z_axis, hi.z_axis), (lo.w_axis, hi.w_axis)];
+        for (l, (lo, hi)) in rows.into_iter().enumerate() {
+            let mut row = [0.0; 8];
+            lo.write_to_slice(&mut row[..4]);
+            hi.write_to_slice(&mut row[4..]);
+            write(l, row);
         }
     }
 }
@@ -357,6 +371,36 @@ mod avx {
                     _mm256_storeu2_m128(hi.as_mut_ptr(), lo.as_mut_ptr(), *r);
                     write(l, lo);
                     write(l + 4, hi);
+                }
+            }
+        }
+        #[inline(always)]
+        fn untranspose8(v: [Self; 8], mut write: impl FnMut(usize, [f32; 8])) {
+            unsafe {
+                // `transpose8`'s network: an 8x8 transpose is its own inverse.
+                let (t0, t1) = (_mm256_unpacklo_ps(v[0].0, v[1].0), _mm256_unpackhi_ps(v[0].0, v[1].0));
+                let (t2, t3) = (_mm256_unpacklo_ps(v[2].0, v[3].0), _mm256_unpackhi_ps(v[2].0, v[3].0));
+                let (t4, t5) = (_mm256_unpacklo_ps(v[4].0, v[5].0), _mm256_unpackhi_ps(v[4].0, v[5].0));
+                let (t6, t7) = (_mm256_unpacklo_ps(v[6].0, v[7].0), _mm256_unpackhi_ps(v[6].0, v[7].0));
+                let (s0, s1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+                let (s2, s3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+                let (s4, s5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+                let (s6, s7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+                let rows = [
+                    _mm256_permute2f128_ps::<0x20>(s0, s4),
+                    _mm256_permute2f128_ps::<0x20>(s1, s5),
+                    _mm256_permute2f128_ps::<0x20>(s2, s6),
+                    _mm256_permute2f128_ps::<0x20>(s3, s7),
+                    _mm256_permute2f128_ps::<0x31>(s0, s4),
+                    _mm256_permute2f128_ps::<0x31>(s1, s5),
+                    _mm256_permute2f128_ps::<0x31>(s2, s6),
+                    _mm256_permute2f128_ps::<0x31>(s3, s7),
+                ];
+                // By reference: no `__m256` passed by value through the iterator's functions.
+                for (l, r) in rows.iter().enumerate() {
+                    let mut row = [0.0; 8];
+                    _mm256_storeu_ps(row.as_mut_ptr(), *r);
+                    write(l, row);
                 }
             }
         }
@@ -588,6 +632,13 @@ mod avx512 {
             let ((l2, h2), (l3, h3)) = (halves(v[2]), halves(v[3]));
             F8::untranspose4([l0, l1, l2, l3], &mut write);
             F8::untranspose4([h0, h1, h2, h3], |l, r| write(l + 8, r));
+        }
+        #[inline(always)]
+        fn untranspose8(v: [Self; 8], mut write: impl FnMut(usize, [f32; 8])) {
+            let ((l0, h0), (l1, h1), (l2, h2), (l3, h3)) = (halves(v[0]), halves(v[1]), halves(v[2]), halves(v[3]));
+            let ((l4, h4), (l5, h5), (l6, h6), (l7, h7)) = (halves(v[4]), halves(v[5]), halves(v[6]), halves(v[7]));
+            F8::untranspose8([l0, l1, l2, l3, l4, l5, l6, l7], &mut write);
+            F8::untranspose8([h0, h1, h2, h3, h4, h5, h6, h7], |l, r| write(l + 8, r));
         }
     }
 }
@@ -856,11 +907,16 @@ fn solve<L: Lanes>(
             Motions::<L>::gather(|l| &motions[ms[l].body_b as usize]),
         )
     };
-    let header = L::transpose8(|l| header_row(&ms[l]));
-    let (n, friction) = (V3 { x: header[4], y: header[5], z: header[6] }, header[7]);
+    // The manifolds' own words ride in the prepared points' last three (`PreparedPoint`).
     let q = load_prepared::<L>(prepared);
-    let (t1, t2) = (V3 { x: q[0], y: q[1], z: q[2] }, V3 { x: q[3], y: q[4], z: q[5] });
-    let mut points = [load_point(ms, &q, 0), load_point(ms, &q, 1), load_point(ms, &q, 2), load_point(ms, &q, 3)];
+    let (t1, t2) = (V3 { x: q[13], y: q[14], z: q[15] }, V3 { x: q[29], y: q[30], z: q[31] });
+    let (n, friction, count) = (V3 { x: q[45], y: q[46], z: q[47] }, q[61], q[62]);
+    let mut points = [
+        load_point(ms, &q, 0, count),
+        load_point(ms, &q, 1, count),
+        load_point(ms, &q, 2, count),
+        load_point(ms, &q, 3, count),
+    ];
     // Against a static or kinematic body, the stiffer coefficients.
     let fixed = ma.inv_mass.eq(zero) | mb.inv_mass.eq(zero);
     let soft = Softs {
@@ -1025,13 +1081,13 @@ impl<L> Index<usize> for PreparedLanes<L> {
 }
 
 /// Point `k` of the `L::N` manifolds `ms`, with their prepared data `q` ([`load_prepared`]):
-/// t1 and t2 in words 0 to 5, then seven words per point (lever arms, separation), then the
-/// six words of each point's [`PointMasses`].
+/// sixteen words per point, its lever arms and separation, then its [`PointMasses`]; `count`
+/// is each manifold's number of points.
 #[inline(always)]
-fn load_point<L: Lanes>(ms: &[GpuManifold], q: &PreparedLanes<L>, k: usize) -> Point<L> {
-    const _: () = assert!(offset_of!(Prepared, geo) == 24 && offset_of!(Prepared, masses) == 136);
-    const _: () = assert!(size_of::<PointMasses>() == 24);
-    let (g, e) = (6 + 7 * k, 34 + 6 * k);
+fn load_point<L: Lanes>(ms: &[GpuManifold], q: &PreparedLanes<L>, k: usize, count: L) -> Point<L> {
+    const _: () = assert!(offset_of!(PreparedPoint, geo) == 0 && offset_of!(PreparedPoint, masses) == 28);
+    const _: () = assert!(size_of::<PointMasses>() == 24 && offset_of!(PreparedPoint, manifold) == 52);
+    let (g, e) = (16 * k, 16 * k + 7);
     let [normal_impulse, tangent_impulse_1, tangent_impulse_2, max_normal_impulse] =
         L::transpose4(|l| impulse_row(&ms[l], k));
     Point {
@@ -1043,7 +1099,7 @@ fn load_point<L: Lanes>(ms: &[GpuManifold], q: &PreparedLanes<L>, k: usize) -> P
         tangent_impulse_1,
         tangent_impulse_2,
         max_normal_impulse,
-        active: L::splat(k as f32).lt(L::from_fn(|l| ms[l].count as f32)),
+        active: L::splat(k as f32).lt(count),
     }
 }
 
@@ -1057,9 +1113,11 @@ fn point_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, c: &Point<L>, inv_mass_
 
 /// `prepare`'s work for `L::N` manifolds at once, one per lane: each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
-/// (`effective_masses`) with `motions`' inverse masses and inertia, and the tangent basis,
-/// written to `out` for the points each manifold has; the same arithmetic in the same order,
-/// so the same bits.
+/// (`effective_masses`) with `motions`' inverse masses and inertia, and the manifold's own
+/// words (tangent basis, normal, friction, count), written to `out` as whole rows for all
+/// four points (those a manifold lacks hold what their stale cores give, which the sweeps
+/// discard); for the points a manifold has, the same arithmetic in the same order as the
+/// one-manifold code, so the same bits.
 #[inline(always)]
 fn prepare<L: Lanes>(
     ms: &[GpuManifold],
@@ -1079,7 +1137,8 @@ fn prepare<L: Lanes>(
     let ma = Motions::<L>::gather(|l| &motions[a(l)]);
     let mb = Motions::<L>::gather(|l| &motions[b(l)]);
     let header = L::transpose8(|l| header_row(&ms[l]));
-    let n = V3 { x: header[4], y: header[5], z: header[6] };
+    let (n, friction) = (V3 { x: header[4], y: header[5], z: header[6] }, header[7]);
+    let count = L::from_fn(|l| ms[l].count as f32);
     let (t1, t2) = (V3::<L>::gather(|l| bases[l].0), V3::<L>::gather(|l| bases[l].1));
     let (qa, qb) = (
         Q4::<L>::gather(|l| solver_bodies[a(l)].delta_rotation),
@@ -1094,14 +1153,8 @@ fn prepare<L: Lanes>(
     let kept = L::from_fn(|l| ms[l].frame_kept as f32).ne(L::splat(0.0));
     let (inv_mass, one) = (ma.inv_mass + mb.inv_mass, L::splat(1.0));
     let (t11, t12, t22) = (t1.dot(t1) * inv_mass, t1.dot(t2) * inv_mass, t2.dot(t2) * inv_mass);
-    for (q, (t1, t2)) in out.iter_mut().zip(bases) {
-        (q.t1, q.t2) = (t1, t2);
-    }
-    let mut points = 0;
-    for m in ms {
-        points = points.max(m.count as usize);
-    }
-    for k in 0..points {
+    // Every point, whatever each lane's count, as two whole rows of `PreparedPoint`.
+    for k in 0..4 {
         let c = L::transpose8(|l| core_row(&ms[l], k));
         let (core_a, base, core_b) = (V3 { x: c[0], y: c[1], z: c[2] }, c[3], V3 { x: c[4], y: c[5], z: c[6] });
         let (ca, cb) = (qa.rotate(core_a), qb.rotate(core_b));
@@ -1117,27 +1170,24 @@ fn prepare<L: Lanes>(
         let inv_det = one / (k11 * k22 - k12 * k12);
         let half_diff = L::splat(0.5) * (k11 - k22);
         let largest = L::splat(0.5) * (k11 + k22) + (half_diff * half_diff + k12 * k12).sqrt();
-        let masses = [
-            k_n.to_array(),
-            (one / k_n).to_array(),
-            (k22 * inv_det).to_array(),
-            (k12 * inv_det).to_array(),
-            (k11 * inv_det).to_array(),
-            (one / largest).to_array(),
-        ];
-        let (ra, rb, separation) = (ra.to_arrays(), rb.to_arrays(), separation.to_array());
-        for (l, q) in out.iter_mut().enumerate() {
-            if k < ms[l].count as usize {
-                q.geo[k] = Geometry { ra: lane(&ra, l), rb: lane(&rb, l), separation: separation[l] };
-                q.masses[k] = PointMasses {
-                    k_n: masses[0][l],
-                    normal_mass: masses[1][l],
-                    newton: [masses[2][l], masses[3][l], masses[4][l]],
-                    tangent_step: masses[5][l],
-                };
-            }
-        }
+        // The manifold's own words (`PreparedPoint::manifold`).
+        let own = match k {
+            0 => [t1.x, t1.y, t1.z],
+            1 => [t2.x, t2.y, t2.z],
+            2 => [n.x, n.y, n.z],
+            _ => [friction, count, L::splat(0.0)],
+        };
+        let geo = [ra.x, ra.y, ra.z, rb.x, rb.y, rb.z, separation, k_n];
+        L::untranspose8(geo, |l, row| prepared_rows(&mut out[l])[2 * k] = row);
+        let masses = [one / k_n, k22 * inv_det, k12 * inv_det, k11 * inv_det, one / largest, own[0], own[1], own[2]];
+        L::untranspose8(masses, |l, row| prepared_rows(&mut out[l])[2 * k + 1] = row);
     }
+}
+
+/// A [`Prepared`] as eight rows of eight words, two per point.
+#[inline(always)]
+fn prepared_rows(q: &mut Prepared) -> &mut [[f32; 8]; 8] {
+    bytemuck::cast_mut(q)
 }
 
 /// The rotational parts of `k_n`, `k11`, `k12` and `k22` at lever `r` of `m`, as
@@ -1409,9 +1459,8 @@ fn solve8_avx(
 
 /// `prepare`'s work for four manifolds (`ms`), one per lane: each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
-/// (`effective_masses`) with `motions`' inverse masses and inertia, and the tangent basis,
-/// written to `out` for the points each manifold has; the same arithmetic in the same order
-/// as the one-manifold code, so the same bits.
+/// (`effective_masses`) with `motions`' inverse masses and inertia, and the manifold's own
+/// words, written to `out` (see [`prepare`]); the same bits as the one-manifold code.
 pub(super) fn prepare4(
     ms: &[GpuManifold],
     bodies: &[GpuBody],
