@@ -29,6 +29,13 @@ fn apply(m: ptr<function, Motion>, r: vec3<f32>, impulse: vec3<f32>) {
     (*m).w += mat3_mul((*m).inv_inertia, cross3(r, impulse));
 }
 
+// `impulse` at `count` points at once, `levers` the sum of their lever arms. Twin of
+// `Motion::apply_sum`.
+fn apply_sum(m: ptr<function, Motion>, levers: vec3<f32>, count: f32, impulse: vec3<f32>) {
+    (*m).v += (count * (*m).inv_mass) * impulse;
+    (*m).w += mat3_mul((*m).inv_inertia, cross3(levers, impulse));
+}
+
 fn velocity_at(m: Motion, r: vec3<f32>) -> vec3<f32> {
     return m.v + cross3(m.w, r);
 }
@@ -181,13 +188,28 @@ fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geomet
     if share == 0.0 {
         return;
     }
+    // The points that take the share; unless its work is counted point by point (`track`), it
+    // is applied at once at the sum of their lever arms (`Motion::apply_sum`).
+    var taking = 0.0;
+    var ra = vec3<f32>(0.0);
+    var rb = vec3<f32>(0.0);
     for (var k = 0u; k < (*m).count; k++) {
         if share < 0.0 && (*m).points[k].normal_impulse <= 0.0 {
             continue;
         }
         (*m).points[k].normal_impulse += share;
         (*m).points[k].max_normal_impulse = max((*m).points[k].max_normal_impulse, share);
-        (*m).absorbed -= apply_at(ma, mb, (*geo)[k], share * n, track);
+        if track {
+            (*m).absorbed -= apply_at(ma, mb, (*geo)[k], share * n, true);
+        } else {
+            taking += 1.0;
+            ra += (*geo)[k].ra;
+            rb += (*geo)[k].rb;
+        }
+    }
+    if !track {
+        apply_sum(ma, ra, taking, -share * n);
+        apply_sum(mb, rb, taking, share * n);
     }
 }
 

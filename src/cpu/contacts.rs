@@ -274,6 +274,14 @@ impl Motion {
         self.w += self.inv_inertia * r.cross(impulse);
     }
 
+    /// `impulse` applied at `count` points at once, `levers` the sum of their lever arms: what
+    /// `count` calls of [`Motion::apply`] add up to, with one product by the inertia.
+    #[inline]
+    pub(crate) fn apply_sum(&mut self, levers: Vec3, count: f32, impulse: Vec3) {
+        self.v += (count * self.inv_mass) * impulse;
+        self.w += self.inv_inertia * levers.cross(impulse);
+    }
+
     /// The velocity of the point at lever `r`.
     #[inline]
     fn at(&self, r: Vec3) -> Vec3 {
@@ -1791,13 +1799,25 @@ fn coarse_correction(
         return;
     }
     let track = m.restitution > 0.0;
+    // The points that take the share; unless its work is counted point by point (`track`),
+    // it is applied at once at the sum of their lever arms, as the lane sweeps do.
+    let (mut taking, mut ra, mut rb) = (0.0_f32, Vec3::ZERO, Vec3::ZERO);
     for (c, g) in m.points[..count].iter_mut().zip(geo) {
         if share < 0.0 && c.normal_impulse <= 0.0 {
             continue;
         }
         c.normal_impulse += share;
         c.max_normal_impulse = c.max_normal_impulse.max(share);
-        m.absorbed -= apply_at(ma, mb, g, share * n, track);
+        if track {
+            m.absorbed -= apply_at(ma, mb, g, share * n, true);
+        } else {
+            (taking, ra, rb) = (taking + 1.0, ra + g.ra, rb + g.rb);
+        }
+    }
+    if !track {
+        let impulse = n * share;
+        ma.apply_sum(ra, taking, -impulse);
+        mb.apply_sum(rb, taking, impulse);
     }
 }
 

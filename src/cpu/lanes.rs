@@ -785,6 +785,13 @@ impl<L: Lanes> Motions<L> {
         self.w = self.w.add(self.inv_inertia.mul(r.cross(impulse)));
     }
 
+    /// `Motion::apply_sum` in each lane.
+    #[inline(always)]
+    fn apply_sum(&mut self, levers: V3<L>, count: L, impulse: V3<L>) {
+        self.v = self.v.add(impulse.scale(count * self.inv_mass));
+        self.w = self.w.add(self.inv_inertia.mul(levers.cross(impulse)));
+    }
+
     #[inline(always)]
     fn at(&self, r: V3<L>) -> V3<L> {
         self.v.add(self.w.cross(r))
@@ -950,14 +957,19 @@ fn solve<L: Lanes>(
         if L::any(pulling & unloaded) { centroid_step(&points, &biases, n, &ma, &mb, true) } else { (all, j_all) };
     let share = L::select(pulling, pull.max(-j_min).min(zero), all);
     let moving = share.ne(zero);
+    // The points that take the share, and the sum of their lever arms, to apply it at once.
+    let (mut count, mut ra, mut rb) = (zero, V3::zero(), V3::zero());
     for c in &mut points {
         let on = c.active & moving & !(pulling & c.normal_impulse.le(zero));
         c.normal_impulse = L::select(on, c.normal_impulse + share, c.normal_impulse);
         c.max_normal_impulse = L::select(on, c.max_normal_impulse.max(share), c.max_normal_impulse);
-        let impulse = n.scale(L::select(on, share, zero));
-        ma.apply(c.ra, impulse.neg());
-        mb.apply(c.rb, impulse);
+        count = count + L::select(on, L::splat(1.0), zero);
+        ra = ra.add(V3::select(on, c.ra, V3::zero()));
+        rb = rb.add(V3::select(on, c.rb, V3::zero()));
     }
+    let impulse = n.scale(share);
+    ma.apply_sum(ra, count, impulse.neg());
+    mb.apply_sum(rb, count, impulse);
 
     for (c, b) in points.iter_mut().zip(&biases) {
         let (bias, mass_scale, impulse_scale) = (b.bias, b.mass_scale, b.impulse_scale);
