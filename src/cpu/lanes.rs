@@ -32,7 +32,7 @@ use super::contacts::{Motion, PointMasses, Prepared, PreparedPoint, Soft};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
 };
-use crate::math::{rotate, tangent_basis};
+use crate::math::rotate;
 use crate::world::CpuLanes;
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
@@ -1140,27 +1140,24 @@ fn prepare<L: Lanes>(
 ) {
     let (ms, out) = (&ms[..L::N], &mut out[..L::N]);
     let (a, b) = (|l: usize| ms[l].body_a as usize, |l: usize| ms[l].body_b as usize);
-    // At most eight lanes: the bases past `L::N` are never read.
-    const { assert!(L::N <= 8) };
-    let mut bases = [(Vec3::ZERO, Vec3::ZERO); 8];
-    for (basis, m) in bases.iter_mut().zip(ms) {
-        *basis = tangent_basis(m.normal);
-    }
     let ma = Motions::<L>::gather(|l| &motions[a(l)]);
     let mb = Motions::<L>::gather(|l| &motions[b(l)]);
     let header = L::transpose8(|l| header_row(&ms[l]));
     let (n, friction) = (V3 { x: header[4], y: header[5], z: header[6] }, header[7]);
     let count = L::from_fn(|l| ms[l].count as f32);
-    let (t1, t2) = (V3::<L>::gather(|l| bases[l].0), V3::<L>::gather(|l| bases[l].1));
+    let (t1, t2) = tangent_basis_lanes(n);
+    // The bodies' motion since the step began and their positions, as rows of eight words.
+    let (sa, sb) = (
+        L::transpose8(|l| step_motion_row(&solver_bodies[a(l)])),
+        L::transpose8(|l| step_motion_row(&solver_bodies[b(l)])),
+    );
     let (qa, qb) = (
-        Q4::<L>::gather(|l| solver_bodies[a(l)].delta_rotation),
-        Q4::<L>::gather(|l| solver_bodies[b(l)].delta_rotation),
+        Q4 { u: V3 { x: sa[4], y: sa[5], z: sa[6] }, w: sa[7] },
+        Q4 { u: V3 { x: sb[4], y: sb[5], z: sb[6] }, w: sb[7] },
     );
-    let (da, db) = (
-        V3::<L>::gather(|l| solver_bodies[a(l)].delta_position),
-        V3::<L>::gather(|l| solver_bodies[b(l)].delta_position),
-    );
-    let offset = V3::<L>::gather(|l| bodies[b(l)].position).sub(V3::gather(|l| bodies[a(l)].position));
+    let (da, db) = (V3 { x: sa[0], y: sa[1], z: sa[2] }, V3 { x: sb[0], y: sb[1], z: sb[2] });
+    let (pa, pb) = (L::transpose8(|l| pose_row(&bodies[a(l)])), L::transpose8(|l| pose_row(&bodies[b(l)])));
+    let offset = V3 { x: pb[0], y: pb[1], z: pb[2] }.sub(V3 { x: pa[0], y: pa[1], z: pa[2] });
     let (radius_a, radius_b) = (L::from_fn(|l| ms[l].radius_a), L::from_fn(|l| ms[l].radius_b));
     let kept = L::from_fn(|l| ms[l].frame_kept as f32).ne(L::splat(0.0));
     let (inv_mass, one) = (ma.inv_mass + mb.inv_mass, L::splat(1.0));
@@ -1194,6 +1191,32 @@ fn prepare<L: Lanes>(
         let masses = [one / k_n, k22 * inv_det, k12 * inv_det, k11 * inv_det, one / largest, own[0], own[1], own[2]];
         L::untranspose8(masses, |l, row| prepared_rows(&mut out[l])[2 * k + 1] = row);
     }
+}
+
+/// [`crate::math::tangent_basis`] in each lane: the same arithmetic in the same order.
+#[inline(always)]
+fn tangent_basis_lanes<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
+    let sign = L::select(n.z.ge(L::splat(0.0)), L::splat(1.0), L::splat(-1.0));
+    let a = -L::splat(1.0) / (sign + n.z);
+    let b = n.x * n.y * a;
+    let t1 = V3 { x: L::splat(1.0) + sign * n.x * n.x * a, y: sign * b, z: -sign * n.x };
+    let t2 = V3 { x: b, y: sign + n.y * n.y * a, z: -n.y };
+    (t1, t2)
+}
+
+/// A solver body's displacement since the step began, its start kinetic energy and its
+/// rotation since the step began: eight consecutive words.
+#[inline(always)]
+fn step_motion_row(s: &GpuSolverBody) -> &[f32; 8] {
+    const { assert!(offset_of!(GpuSolverBody, delta_position) == 48 && offset_of!(GpuSolverBody, delta_rotation) == 64) };
+    bytemuck::cast_ref::<GpuSolverBody, [f32; 20]>(s)[12..20].try_into().unwrap()
+}
+
+/// A body's position, inverse mass and orientation: its first eight words.
+#[inline(always)]
+fn pose_row(b: &GpuBody) -> &[f32; 8] {
+    const { assert!(offset_of!(GpuBody, position) == 0 && offset_of!(GpuBody, orientation) == 16) };
+    &bytemuck::cast_ref::<GpuBody, [[f32; 8]; 2]>(b)[0]
 }
 
 /// A [`Prepared`] as eight rows of eight words, two per point.
