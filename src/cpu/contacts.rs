@@ -1260,6 +1260,14 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     if cs.solving.is_empty() {
         return;
     }
+    // Restitution changes nothing where no manifold bounces and none is in the Jacobi overflow
+    // (whose averaging would still add zeros): then the pass is passed over, the same bits.
+    if matches!(pass, Pass::Restitution)
+        && cs.color_offsets[w.params.max_colors as usize] as usize == cs.solving.len()
+        && !cs.solving.iter().any(|m| bounces(w.params, m))
+    {
+        return;
+    }
     // The velocities stay in `cs.motions` from the first pass to the last: nothing else moves
     // them in between (the preparation loads them).
     if cs.prepared_valid {
