@@ -1303,25 +1303,24 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         for c in 0..colors {
             let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
             let (solving, prepared) = (&mut cs.solving[start..end], &cs.prepared[start..end]);
-            let out = &mut cs.pass_out[start..end];
-            let chunk = |solving: &mut [GpuManifold], prepared: &[Prepared], out: &mut [[Vec3; 4]]| {
-                solve_run(w, solving, prepared, &cs.motions, (statics, contacts), pass, out);
-            };
             // The manifolds of a color share no dynamic body: split over threads, each run
             // reads the velocities before the color and writes its own, the same bits.
             let min_run = cs.run.max(4);
-            if cs.parallel && end - start >= 2 * min_run {
-                // About four runs per thread, so that stealing evens out the threads, in
-                // multiples of sixteen manifolds (the widest sweeps' groups).
-                let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
-                solving
-                    .par_chunks_mut(run)
-                    .zip(prepared.par_chunks(run))
-                    .zip(out.par_chunks_mut(run))
-                    .for_each(|((s, q), o)| chunk(s, q, o));
-            } else {
-                chunk(solving, prepared, out);
+            if !(cs.parallel && end - start >= 2 * min_run) {
+                // On one thread each group's velocities go straight back: no later manifold of
+                // the color reads them.
+                solve_run_in_place(w, solving, prepared, &mut cs.motions, &cs.dynamic, (statics, contacts), pass);
+                continue;
             }
+            // About four runs per thread, so that stealing evens out the threads, in multiples
+            // of sixteen manifolds (the widest sweeps' groups).
+            let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
+            let motions = &cs.motions;
+            solving
+                .par_chunks_mut(run)
+                .zip(prepared.par_chunks(run))
+                .zip(cs.pass_out[start..end].par_chunks_mut(run))
+                .for_each(|((s, q), o)| solve_run(w, s, q, motions, (statics, contacts), pass, o));
             for (m, o) in cs.solving[start..end].iter().zip(&cs.pass_out[start..end]) {
                 let (a, b) = (m.body_a as usize, m.body_b as usize);
                 // Only dynamic bodies change: a static or kinematic one keeps its velocity.
@@ -1354,31 +1353,71 @@ fn solve_run(
     pass: Pass,
     out: &mut [[Vec3; 4]],
 ) {
-    let p = w.params;
     let mut k = 0;
     while k < solving.len() {
-        // Sweeps over manifolds that cannot bounce go sixteen, eight or four at a time
-        // (bit-identical).
-        if let Pass::Solve(use_bias) = pass
-            && let Some(n) = [16, 8, 4]
-                .into_iter()
-                .find(|&n| k + n <= solving.len() && solving[k..k + n].iter().all(|m| m.restitution <= 0.0))
-        {
-            let (ms, q, o) = (&mut solving[k..k + n], &prepared[k..k + n], &mut out[k..k + n]);
-            match n {
-                16 => super::lanes::solve16(w.simd, p, ms, q, motions, softs, use_bias, o),
-                8 => super::lanes::solve8(w.simd, p, ms, q, motions, softs, use_bias, o),
-                _ => super::lanes::solve4(p, ms, q, motions, softs, use_bias, o),
-            }
-            k += n;
-            continue;
-        }
-        let m = &mut solving[k];
-        let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
-        manifold_pass(w, m, &prepared[k], &mut ma, &mut mb, pass, false);
-        out[k] = [ma.v, ma.w, mb.v, mb.w];
-        k += 1;
+        k += sweep_group(w, &mut solving[k..], &prepared[k..], motions, softs, pass, &mut out[k..]);
     }
+}
+
+/// [`solve_run`] on one thread, storing each group's velocities of dynamic bodies into
+/// `motions` as soon as the group is done: the manifolds of a color share no dynamic body, so
+/// no later one reads them, and the results are the same bits.
+fn solve_run_in_place(
+    w: &BodyView,
+    solving: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &mut [Motion],
+    dynamic: &[bool],
+    softs: (Soft, Soft),
+    pass: Pass,
+) {
+    let mut out = [[Vec3::ZERO; 4]; 16];
+    let mut k = 0;
+    while k < solving.len() {
+        let n = sweep_group(w, &mut solving[k..], &prepared[k..], motions, softs, pass, &mut out);
+        for (m, o) in solving[k..k + n].iter().zip(&out) {
+            let (a, b) = (m.body_a as usize, m.body_b as usize);
+            if dynamic[a] {
+                (motions[a].v, motions[a].w) = (o[0], o[1]);
+            }
+            if dynamic[b] {
+                (motions[b].v, motions[b].w) = (o[2], o[3]);
+            }
+        }
+        k += n;
+    }
+}
+
+/// The first group of a run of manifolds of one color: sixteen, eight or four that cannot
+/// bounce in a lane sweep (bit-identical), else the first one alone; its bodies' velocities
+/// after the pass go to `out` (v_a, ω_a, v_b, ω_b). Returns how many manifolds it took.
+fn sweep_group(
+    w: &BodyView,
+    solving: &mut [GpuManifold],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    softs: (Soft, Soft),
+    pass: Pass,
+    out: &mut [[Vec3; 4]],
+) -> usize {
+    let p = w.params;
+    if let Pass::Solve(use_bias) = pass
+        && let Some(n) =
+            [16, 8, 4].into_iter().find(|&n| n <= solving.len() && solving[..n].iter().all(|m| m.restitution <= 0.0))
+    {
+        let (ms, q, o) = (&mut solving[..n], &prepared[..n], &mut out[..n]);
+        match n {
+            16 => super::lanes::solve16(w.simd, p, ms, q, motions, softs, use_bias, o),
+            8 => super::lanes::solve8(w.simd, p, ms, q, motions, softs, use_bias, o),
+            _ => super::lanes::solve4(p, ms, q, motions, softs, use_bias, o),
+        }
+        return n;
+    }
+    let m = &mut solving[0];
+    let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
+    manifold_pass(w, m, &prepared[0], &mut ma, &mut mb, pass, false);
+    out[0] = [ma.v, ma.w, mb.v, mb.w];
+    1
 }
 
 /// Fills `cs.motions` from the bodies' velocities and the prepared inertia (a static or
