@@ -37,6 +37,9 @@ pub(crate) struct ContactState {
     cell_end: Vec<u32>,
     /// Bodies too large for the grid.
     large: Vec<u32>,
+    /// The largest extent of a grid body's box on each axis, this step: how far below a box's
+    /// lower corner the lower corner of a box that overlaps it can lie.
+    grid_extent: Vec3,
     /// Per sorted grid item: its body's AABB, the body and whether it is dynamic, so a cell's
     /// scan reads one contiguous run instead of hopping to each body's AABB.
     sorted: Vec<SortedItem>,
@@ -330,6 +333,10 @@ pub const BRUTE_FORCE_BODIES: u32 = 64;
 /// the large list). Below 1, so a grid body overlaps the 3 x 3 x 3 cells its queries cover.
 pub const GRID_FIT: f32 = 0.99;
 
+/// The relative slack on the largest extent when the grid scan bounds how far below a box an
+/// overlapping box can start: 2⁻²⁰, sixteen times the roundings it covers.
+const GRID_EXTENT_SLACK: f32 = 1.0 / 1_048_576.0;
+
 /// Multipliers of the cell hash, one per axis (large primes, Teschner et al. 2003).
 pub const GRID_HASH: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
 
@@ -522,10 +529,12 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     let large_key = grid.hash_mask + 1;
     cs.cells.clear();
     cs.large.clear();
+    cs.grid_extent = Vec3::ZERO;
     for i in 0..n {
         let (lo, hi) = (cs.aabb_min[i].truncate(), cs.aabb_max[i]);
         if grid.fits(lo, hi) {
             cs.cells.push([grid.hash(grid.cell(lo)), i as u32]);
+            cs.grid_extent = cs.grid_extent.max(hi - lo);
         } else {
             cs.cells.push([large_key, i as u32]);
             cs.large.push(i as u32);
@@ -650,7 +659,13 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>)
     let iu = i as usize;
     let me = cs.sorted[k];
     if key < large_key {
-        let from = grid.cell(cs.aabb_min[iu].truncate() - Vec3::splat(grid.cell_size));
+        // A box that overlaps this one has its lower corner, and so its cell, no lower than
+        // this box's lower corner less the largest extent (less a margin for the roundings of
+        // the extents and of this subtraction), and never lower than a cell below.
+        let lo = cs.aabb_min[iu].truncate();
+        let e = cs.grid_extent;
+        let back = (e + (e + lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
+        let from = grid.cell(lo - back);
         let to = grid.cell(cs.aabb_max[iu]);
         // Two cells of the stencil may share a hash bucket: the pairs found twice go at
         // `broad_phase`'s dedup.
