@@ -113,7 +113,8 @@ pub(crate) struct ContactState {
     /// Whether `prepared` and `inertia` are those of the current manifolds and positions.
     prepared_valid: bool,
     /// Per manifold in `colored` order, its bodies' velocities after its last color pass
-    /// (v_a, ω_a, v_b, ω_b), stored back to `motions` once the color is done.
+    /// (v_a, ω_a, v_b, ω_b), stored back to `motions` once the color is done (when a color is
+    /// split over threads; on one thread they go back group by group).
     pass_out: Vec<[Vec3; 4]>,
     /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`.
     pair_faces: Vec<u32>,

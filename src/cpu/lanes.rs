@@ -1,7 +1,8 @@
 //! Several manifolds (or bodies, or points) at once, one in each lane of a SIMD vector: four in
 //! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), eight in an AVX
 //! register where the processor has AVX, and for the sweeps sixteen in an AVX-512 register
-//! where it has AVX-512F (checked at run time; the same code, [`Lanes`] over each width). The
+//! where it has AVX-512F (checked at run time by [`Simd::new`], which the solver's
+//! `SolverSettings::cpu_lanes` may cap; the same code, [`Lanes`] over each width). The
 //! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
 //! dynamic body, so the lanes are independent; the preparation ([`prepare4`],
 //! [`prepare8`]) takes any, since it only reads the bodies; so do the velocity integration
@@ -12,11 +13,13 @@
 //! machine with AVX and on one without.
 //!
 //! One difference is not arithmetic: where the one-manifold sweep skips a point a manifold
-//! lacks, or a coarse correction of zero, the lanes apply a zero impulse. Adding zero changes
-//! nothing as long as the lever arms read for the missing points are finite (the preparation
-//! fills `Prepared` in place, so they are last use's values or zeros) and no velocity
-//! component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the lane tests compare the two on
-//! settling piles.
+//! lacks in its normal and friction loops, or a coarse correction of zero, the lanes apply a
+//! zero impulse. Adding zero changes nothing as long as the lever arms read for the missing
+//! points are finite (the lane preparation computes them from the manifold's unused point
+//! slots, which are zeros; the one-manifold preparation leaves last use's values or zeros) and
+//! no velocity component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the lane tests compare the
+//! two on settling piles. (The coarse correction's sum of lever arms leaves missing points out
+//! in both.)
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
 //! substep), and the preparation of lever arms, separations and effective masses after each
@@ -184,10 +187,12 @@ mod avx {
     use std::ops::{Add, BitAnd, BitOr, Div, Mul, Neg, Not, Sub};
 
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
-    // `#[target_feature(enable = "avx")]` functions (`solve8_avx`, `prepare8_avx`,
-    // `integrate8_avx`, `world_avx`), into which these `#[inline(always)]` methods are
-    // inlined, and those run only after `is_x86_feature_detected!("avx")` said the processor
-    // has AVX (debug builds check it again where an `F8` is made). None of the intrinsics
+    // functions compiled with AVX enabled (`solve8_avx`, `prepare8_avx`, `prepare8_avx512`,
+    // `integrate8_avx`, `integrate_positions8_avx`, `world_avx`, and through `F16`'s halves
+    // `solve16_avx512`), into which these `#[inline(always)]` methods are inlined, and those
+    // run only where a `Simd` says so, which `Simd::new` makes only after
+    // `is_x86_feature_detected!` said the processor has the features (debug builds check AVX
+    // again where an `F8` is made). None of the intrinsics
     // reads or writes memory through a pointer except the loads and stores, which are
     // unaligned ones on arrays of eight `f32` (32 bytes) or of four (16 bytes, the halves of
     // `_mm256_loadu2_m128` and `_mm256_storeu2_m128`).
@@ -958,18 +963,18 @@ fn solve<L: Lanes>(
     let share = L::select(pulling, pull.max(-j_min).min(zero), all);
     let moving = share.ne(zero);
     // The points that take the share, and the sum of their lever arms, to apply it at once.
-    let (mut count, mut ra, mut rb) = (zero, V3::zero(), V3::zero());
+    let (mut taking, mut ra, mut rb) = (zero, V3::zero(), V3::zero());
     for c in &mut points {
         let on = c.active & moving & !(pulling & c.normal_impulse.le(zero));
         c.normal_impulse = L::select(on, c.normal_impulse + share, c.normal_impulse);
         c.max_normal_impulse = L::select(on, c.max_normal_impulse.max(share), c.max_normal_impulse);
-        count = count + L::select(on, L::splat(1.0), zero);
+        taking = taking + L::select(on, L::splat(1.0), zero);
         ra = ra.add(V3::select(on, c.ra, V3::zero()));
         rb = rb.add(V3::select(on, c.rb, V3::zero()));
     }
     let impulse = n.scale(share);
-    ma.apply_sum(ra, count, impulse.neg());
-    mb.apply_sum(rb, count, impulse);
+    ma.apply_sum(ra, taking, impulse.neg());
+    mb.apply_sum(rb, taking, impulse);
 
     for (c, b) in points.iter_mut().zip(&biases) {
         let (bias, mass_scale, impulse_scale) = (b.bias, b.mass_scale, b.impulse_scale);
@@ -1416,8 +1421,8 @@ pub(super) fn solve4(
     solve::<Vec4>(p, ms, prepared, motions, softs, use_bias, out);
 }
 
-/// [`solve4`] over eight manifolds: in the eight lanes of an AVX register where the processor
-/// has AVX, else four at a time; the same bits either way.
+/// [`solve4`] over eight manifolds: in the eight lanes of an AVX register where `simd` allows
+/// (the processor has AVX), else four at a time; the same bits either way.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn solve8(
     simd: Simd,
@@ -1429,6 +1434,9 @@ pub(super) fn solve8(
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     #[cfg(target_arch = "x86_64")]
     if simd.eight {
         // SAFETY: the processor has AVX (`Simd::new`).
@@ -1440,8 +1448,8 @@ pub(super) fn solve8(
     solve4(p, &mut ms.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
 }
 
-/// [`solve8`] over sixteen manifolds: in one AVX-512 register where the processor has
-/// AVX-512F, else eight at a time; the same bits either way.
+/// [`solve8`] over sixteen manifolds: in one AVX-512 register where `simd` allows (the
+/// processor has AVX-512F), else eight at a time; the same bits either way.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn solve16(
     simd: Simd,
@@ -1506,8 +1514,9 @@ pub(super) fn prepare4(
     prepare::<Vec4>(ms, bodies, solver_bodies, motions, out);
 }
 
-/// [`prepare4`] over eight manifolds: in the eight lanes of an AVX register where the
-/// processor has AVX, else four at a time; the same bits either way.
+/// [`prepare4`] over eight manifolds: in the eight lanes of an AVX register where `simd`
+/// allows (with AVX-512's registers where it allows sixteen lanes and AVX-512VL), else four at
+/// a time; the same bits either way.
 pub(super) fn prepare8(
     simd: Simd,
     ms: &[GpuManifold],
@@ -1516,6 +1525,9 @@ pub(super) fn prepare8(
     motions: &[Motion],
     out: &mut [Prepared],
 ) {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     #[cfg(target_arch = "x86_64")]
     if simd.sixteen_vl {
         // SAFETY: the processor has AVX-512F and AVX-512VL (`Simd::new`).
@@ -1564,9 +1576,12 @@ pub(super) fn integrate4(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBod
     integrate::<Vec4>(p, bodies, props);
 }
 
-/// [`integrate`] of eight bodies: in the eight lanes of an AVX register where the processor
-/// has AVX, else four at a time; the same bits either way.
+/// [`integrate`] of eight bodies: in the eight lanes of an AVX register where `simd` allows,
+/// else four at a time; the same bits either way.
 pub(super) fn integrate8(simd: Simd, p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     #[cfg(target_arch = "x86_64")]
     if simd.eight {
         // SAFETY: the processor has AVX (`Simd::new`).
@@ -1594,8 +1609,8 @@ pub(super) fn integrate_positions4(
     integrate_positions::<Vec4>(h, bodies, solver_bodies, props)
 }
 
-/// [`integrate_positions`] of eight bodies: in the eight lanes of an AVX register where the
-/// processor has AVX, else four at a time; the same bits either way.
+/// [`integrate_positions`] of eight bodies: in the eight lanes of an AVX register where
+/// `simd` allows, else four at a time; the same bits either way.
 pub(super) fn integrate_positions8(
     simd: Simd,
     h: f32,
@@ -1603,6 +1618,9 @@ pub(super) fn integrate_positions8(
     solver_bodies: &mut [GpuSolverBody],
     props: &[GpuBodyProps],
 ) -> bool {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     #[cfg(target_arch = "x86_64")]
     if simd.eight {
         // SAFETY: the processor has AVX (`Simd::new`).
@@ -1628,9 +1646,12 @@ fn integrate_positions8_avx(
     integrate_positions::<avx::F8>(h, bodies, solver_bodies, props)
 }
 
-/// [`world`]: eight at a time in an AVX register where the processor has AVX, else four in a
-/// `Vec4`; the same bits either way.
+/// [`world`]: eight at a time in an AVX register where `simd` allows, else four in a `Vec4`;
+/// the same bits either way.
 pub(super) fn polytope_world(simd: Simd, q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mut [Vec4]) {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
     #[cfg(target_arch = "x86_64")]
     if simd.eight {
         // SAFETY: the processor has AVX (`Simd::new`).
@@ -1663,6 +1684,7 @@ pub(crate) struct Simd {
     /// Sixteen lanes in one AVX-512 register ([`solve16`]), else eight at a time.
     sixteen: bool,
     /// The eight-lane preparation with AVX-512's 32 registers (AVX-512F and AVX-512VL).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     sixteen_vl: bool,
 }
 
