@@ -1066,7 +1066,7 @@ impl EdgeFloor {
         if cheap == 0b1111 { cheap } else { cheap | self.rules_out4_exact(group) }
     }
 
-    /// A cheaper, looser test than [`arc_max`]'s, four edges at a time: on the arc from `n0`
+    /// A cheaper, looser test than `arc_max`'s, four edges at a time: on the arc from `n0`
     /// to `n1` (the angle `α` between them), `u = a n0 + b n1` with `a, b >= 0` and
     /// `1 <= a + b <= 1 / cos(α / 2)`, so `u · w` is at most `max(n0 · w, n1 · w)` when that is
     /// not positive, and at most it over `cos(α / 2)` when it is. Edges whose normals are
@@ -1087,8 +1087,8 @@ impl EdgeFloor {
         ruled & well_defined
     }
 
-    /// [`EdgeFloor::rules_out`] on four edges at once (see [`EdgeFloor::rules_out4`]), each
-    /// lane with [`arc_max`]'s operations in the same order, both branches then a select, so
+    /// `EdgeFloor::rules_out` on four edges at once (see [`EdgeFloor::rules_out4`]), each
+    /// lane with `arc_max`'s operations in the same order, both branches then a select, so
     /// each bit is `rules_out`'s.
     fn rules_out4_exact(&self, g: &EdgeGroup) -> u32 {
         let (dot, cross) = (lane_dot, lane_cross);
