@@ -1337,16 +1337,7 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
                 .zip(prepared.par_chunks(run))
                 .zip(cs.pass_out[start..end].par_chunks_mut(run))
                 .for_each(|((s, q), o)| solve_run(w, s, q, motions, (statics, contacts), pass, o));
-            for (m, o) in cs.solving[start..end].iter().zip(&cs.pass_out[start..end]) {
-                let (a, b) = (m.body_a as usize, m.body_b as usize);
-                // Only dynamic bodies change: a static or kinematic one keeps its velocity.
-                if cs.dynamic[a] {
-                    (cs.motions[a].v, cs.motions[a].w) = (o[0], o[1]);
-                }
-                if cs.dynamic[b] {
-                    (cs.motions[b].v, cs.motions[b].w) = (o[2], o[3]);
-                }
-            }
+            store_velocities(&cs.solving[start..end], &cs.pass_out[start..end], &mut cs.motions, &cs.dynamic);
         }
         jacobi(w, cs, pass);
     }
@@ -1391,16 +1382,22 @@ fn solve_run_in_place(
     let mut k = 0;
     while k < solving.len() {
         let n = sweep_group(w, &mut solving[k..], &prepared[k..], motions, softs, pass, &mut out);
-        for (m, o) in solving[k..k + n].iter().zip(&out) {
-            let (a, b) = (m.body_a as usize, m.body_b as usize);
-            if dynamic[a] {
-                (motions[a].v, motions[a].w) = (o[0], o[1]);
-            }
-            if dynamic[b] {
-                (motions[b].v, motions[b].w) = (o[2], o[3]);
-            }
-        }
+        store_velocities(&solving[k..k + n], &out, motions, dynamic);
         k += n;
+    }
+}
+
+/// Stores manifolds `ms`' bodies' velocities after a pass, `out` (v_a, ω_a, v_b, ω_b each),
+/// into `motions`, for the dynamic bodies only: a static or kinematic one keeps its velocity.
+fn store_velocities(ms: &[GpuManifold], out: &[[Vec3; 4]], motions: &mut [Motion], dynamic: &[bool]) {
+    for (m, o) in ms.iter().zip(out) {
+        let (a, b) = (m.body_a as usize, m.body_b as usize);
+        if dynamic[a] {
+            (motions[a].v, motions[a].w) = (o[0], o[1]);
+        }
+        if dynamic[b] {
+            (motions[b].v, motions[b].w) = (o[2], o[3]);
+        }
     }
 }
 
@@ -2653,15 +2650,7 @@ mod tests {
                         8 => super::super::lanes::solve8(widest, p, lanes_in, q, &motions, softs, use_bias, out_in),
                         _ => super::super::lanes::solve4(p, lanes_in, q, &motions, softs, use_bias, out_in),
                     }
-                    for (m, o) in lanes.iter().zip(&out) {
-                        let (a, b) = (m.body_a as usize, m.body_b as usize);
-                        if cs.dynamic[a] {
-                            (lane_motions[a].v, lane_motions[a].w) = (o[0], o[1]);
-                        }
-                        if cs.dynamic[b] {
-                            (lane_motions[b].v, lane_motions[b].w) = (o[2], o[3]);
-                        }
-                    }
+                    store_velocities(&lanes, &out, &mut lane_motions, &cs.dynamic);
                     assert_eq!(
                         bytemuck::cast_slice::<_, u32>(&one),
                         bytemuck::cast_slice::<_, u32>(&lanes),
