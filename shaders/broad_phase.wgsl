@@ -1,6 +1,7 @@
 // Stages `broad_phase` and `collide_pairs` on the GPU: twins of the functions of the same names
 // in src/cpu/contacts.rs. The broad phase is a hashed uniform grid over radix-sorted cell keys
-// (contacts_begin, radix sort, grid_cells, grid_pairs, grid_finish, radix sort of the pairs);
+// (contacts_begin, radix sort, grid_cells, grid_pairs, grid_finish, radix sort of the pairs;
+// the CPU sorts the same grid by cell rather than by hash, and both list the same pairs);
 // tiny scenes test every pair (a < b) per body instead (count_pairs, scan, write_pairs), which
 // keeps the pair list sorted by (a, b) by construction.
 

@@ -28,13 +28,9 @@ pub(crate) struct ContactState {
     aabb_max: Vec<Vec3>,
     /// The broad phase's grid.
     pub grid: GridSpec,
-    /// Per body: (cell hash or `hash_mask + 1` for a large body, body), sorted by hash.
-    cells: Vec<[u32; 2]>,
-    /// Per hash: the first sorted grid item with that hash, or `u32::MAX`.
-    cell_start: Vec<u32>,
-    /// Per hash: one past the last sorted grid item with that hash (where `cell_start` is
-    /// set).
-    cell_end: Vec<u32>,
+    /// Per body: its grid item, the key of the cell of its box's lower corner (see
+    /// `cell_code`; `LARGE_CODE` for a large body) over the body; sorted.
+    cells: Vec<u128>,
     /// Bodies too large for the grid.
     large: Vec<u32>,
     /// The largest extent of a grid body's box on each axis, this step: how far below a box's
@@ -338,7 +334,7 @@ pub const GRID_FIT: f32 = 0.99;
 /// overlapping box can start: 2⁻²⁰, sixteen times the roundings it covers.
 const GRID_EXTENT_SLACK: f32 = 1.0 / 1_048_576.0;
 
-/// Multipliers of the cell hash, one per axis (large primes, Teschner et al. 2003).
+/// Multipliers of the GPU's cell hash, one per axis (large primes, Teschner et al. 2003).
 pub const GRID_HASH: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
 
 /// The broad phase's uniform grid, chosen once per scene from its shapes.
@@ -348,8 +344,12 @@ pub const GRID_HASH: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
 /// 3 x 3 x 3 cells from `min - cell_size` to `max`. Wider bodies (a large body among small
 /// ones, or one moving fast) go to a list that every body checks, so one body 100 times
 /// larger than its neighbours costs a loop over a short list instead of filling the grid.
-/// Cells are hashed into a table of a power of two at least twice the body count; a hash
-/// collision costs AABB tests, never a missed pair.
+/// On the GPU, cells are hashed into a table of a power of two at least twice the body count
+/// (a hash collision costs AABB tests, never a missed pair), so each thread finds a cell's
+/// items in one lookup. The CPU sorts the items by cell instead, row by row, and scans them in
+/// that order (see `grid_pairs`): a body's neighbours then lie near it in memory, where hashed
+/// buckets lie anywhere in a table that outgrows the caches. Both list exactly the pairs whose
+/// boxes overlap.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct GridSpec {
     /// Cell edge, m: 1.5 times the 95th percentile of the dynamic bodies' bounding diameters
@@ -359,7 +359,7 @@ pub(crate) struct GridSpec {
     /// `1 / cell_size` (cells are found by a correctly rounded multiply, the same on every
     /// adapter).
     pub inv_cell: f32,
-    /// Hash table size minus one.
+    /// The GPU's hash table size minus one.
     pub hash_mask: u32,
     /// Tiny scenes test every pair.
     pub brute_force: bool,
@@ -401,14 +401,6 @@ impl GridSpec {
     pub fn cell(&self, p: Vec3) -> [i32; 3] {
         let c = (p * self.inv_cell).floor().clamp(Vec3::splat(-GRID_CELL_LIMIT), Vec3::splat(GRID_CELL_LIMIT));
         [c.x as i32, c.y as i32, c.z as i32]
-    }
-
-    /// The hash of cell `c`.
-    pub fn hash(&self, c: [i32; 3]) -> u32 {
-        ((c[0] as u32).wrapping_mul(GRID_HASH[0])
-            ^ (c[1] as u32).wrapping_mul(GRID_HASH[1])
-            ^ (c[2] as u32).wrapping_mul(GRID_HASH[2]))
-            & self.hash_mask
     }
 }
 
@@ -482,10 +474,10 @@ fn body_bounds(
 /// AABBs of every body (core points swept by the radius) grown by a margin of half the
 /// speculative distance plus the distance the body can travel in a step, then every pair
 /// whose boxes overlap, whose bounding spheres come within the pair margin
-/// ([`spheres_within_margin`]) and that has a dynamic body, sorted by `(a, b)`: from a hashed uniform
-/// grid over sorted cell keys and a list of large bodies (see [`GridSpec`]), or every pair in a
-/// tiny scene. The GPU runs the same grid with a radix sort and sorts its pairs; both produce
-/// exactly this list.
+/// ([`spheres_within_margin`]) and that has a dynamic body, sorted by `(a, b)`: from a uniform
+/// grid whose items are sorted by cell, and a list of large bodies (see [`GridSpec`]), or every
+/// pair in a tiny scene. The GPU runs the same grid through a hash table after a radix sort
+/// and sorts its pairs; both produce exactly this list.
 pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     let p = w.params;
     let n = p.body_count as usize;
@@ -527,30 +519,30 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         }
         return;
     }
-    let large_key = grid.hash_mask + 1;
     cs.cells.clear();
     cs.large.clear();
     cs.grid_extent = Vec3::ZERO;
     for i in 0..n {
         let (lo, hi) = (cs.aabb_min[i].truncate(), cs.aabb_max[i]);
         if grid.fits(lo, hi) {
-            cs.cells.push([grid.hash(grid.cell(lo)), i as u32]);
+            let [x, y, z] = grid.cell(lo);
+            cs.cells.push(cell_code(x, y, z) << 32 | i as u128);
             cs.grid_extent = cs.grid_extent.max(hi - lo);
         } else {
-            cs.cells.push([large_key, i as u32]);
+            cs.cells.push(LARGE_CODE << 32 | i as u128);
             cs.large.push(i as u32);
         }
     }
-    // The GPU's stable radix sort by hash keeps a cell's bodies in index order: sorting by
-    // (hash, body) gives the same order without the stable sort's allocation.
+    // Row by row (z, then y, then x): a row of cells is one contiguous run, and the rows
+    // that a box reaches lie in the order of its own cell. Large bodies sort last.
     if parallel {
         cs.cells.par_sort_unstable();
     } else {
         cs.cells.sort_unstable();
     }
     cs.sorted.clear();
-    cs.sorted.extend(cs.cells.iter().map(|&[_, j]| {
-        let j = j as usize;
+    cs.sorted.extend(cs.cells.iter().map(|&item| {
+        let j = item as u32 as usize;
         let (b, shape) = (&w.bodies[j], w.props[j].shape as usize);
         let sphere = cs.shape_reach[shape] + w.shapes[shape].radius;
         // `body_bounds`' travel: the linear speed and the spin over the step.
@@ -582,19 +574,6 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     cs.sorted_bodies.clear();
     cs.sorted_bodies
         .extend(cs.sorted.chunks(4).map(|items| std::array::from_fn(|l| items.get(l).map_or(0, |o| o.body))));
-    cs.cell_start.clear();
-    cs.cell_start.resize(large_key as usize, u32::MAX);
-    cs.cell_end.clear();
-    cs.cell_end.resize(large_key as usize, 0);
-    for k in 0..n {
-        let key = cs.cells[k][0];
-        if key < large_key && (k == 0 || cs.cells[k - 1][0] != key) {
-            cs.cell_start[key as usize] = k as u32;
-        }
-        if key < large_key && (k + 1 == n || cs.cells[k + 1][0] != key) {
-            cs.cell_end[key as usize] = k as u32 + 1;
-        }
-    }
     // Each sorted item's pairs, in runs of items over the threads; the sort below makes the
     // list independent of how the runs were cut.
     let mut found = std::mem::take(&mut cs.pair_runs);
@@ -603,8 +582,9 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     let per_run = n.div_ceil(runs);
     let scan = |(r, out): (usize, &mut Vec<GpuPair>)| {
         out.clear();
+        let mut rows = RowCursors::default();
         for k in (r * per_run).min(n)..((r + 1) * per_run).min(n) {
-            grid_pairs(w, cs, k, out);
+            grid_pairs(w, cs, k, &mut rows, out);
         }
     };
     if parallel {
@@ -621,7 +601,6 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     } else {
         cs.pairs.sort_unstable();
     }
-    cs.pairs.dedup();
 }
 
 /// Whether bodies `i` and `j` are a candidate pair: their AABBs overlap and one is dynamic.
@@ -650,65 +629,126 @@ fn spheres_within_margin(w: &BodyView, cs: &ContactState, i: usize, j: usize) ->
     (b.position - a.position).length() - (sphere(i) + sphere(j)) < margin
 }
 
+/// Cell `(x, y, z)` as a sort key: z, y then x, each with its sign bit flipped so that
+/// unsigned order is the coordinates' order. A grid item is its cell's key shifted up 32 bits,
+/// over its body.
+fn cell_code(x: i32, y: i32, z: i32) -> u128 {
+    let key = |c: i32| u128::from((c as u32) ^ 0x8000_0000);
+    key(z) << 64 | key(y) << 32 | key(x)
+}
+
+/// The cell key of large bodies, past every cell's (`GridSpec::cell` clamps coordinates to
+/// `±GRID_CELL_LIMIT`).
+const LARGE_CODE: u128 = (1 << 96) - 1;
+
+/// Per row of cells near the scanning item (z and y offsets from -2 to 2), where that row's
+/// scan began last: the items of a run are scanned in cell order, so the rows that they reach
+/// come in order too, and each row's start moves only forward, through items already near in
+/// memory, instead of a search or a hash-table lookup per cell.
+struct RowCursors {
+    at: [usize; 25],
+}
+
+impl Default for RowCursors {
+    fn default() -> Self {
+        Self { at: [usize::MAX; 25] }
+    }
+}
+
+impl RowCursors {
+    /// The first sorted grid item (of `cells`, large bodies last) whose cell is at or past
+    /// `key` (z, y, x), for the row `dz`, `dy` from the scanning item's cell: advanced from
+    /// the row's last start when that start lies before `key`, else found by a binary search
+    /// (the first use in a run, a row out of the offsets kept, or a key before the last one).
+    fn seek(&mut self, cells: &[u128], dz: i32, dy: i32, key: u128) -> usize {
+        let before = |&item: &u128| item >> 32 < key;
+        let slot = ((dz + 2) * 5 + dy + 2) as usize;
+        let search = || cells.partition_point(before);
+        if !(-2..=2).contains(&dz) || !(-2..=2).contains(&dy) {
+            return search();
+        }
+        let mut at = self.at[slot];
+        if at == usize::MAX || (at > 0 && !before(&cells[at - 1])) {
+            at = search();
+        } else {
+            while at < cells.len() && before(&cells[at]) {
+                at += 1;
+            }
+        }
+        self.at[slot] = at;
+        at
+    }
+}
+
 /// The candidate pairs of sorted grid item `k` (see [`broad_phase`]), appended to `out`: the
 /// bodies after it in the cells its AABB can reach, and the large bodies.
-fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, out: &mut Vec<GpuPair>) {
+fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, rows: &mut RowCursors, out: &mut Vec<GpuPair>) {
     let (p, grid) = (w.params, cs.grid);
-    let large_key = grid.hash_mask + 1;
     let overlaps = |i: usize, j: usize| overlaps(w, cs, i, j);
-    let [key, i] = cs.cells[k];
+    let (code, i) = (cs.cells[k] >> 32, cs.cells[k] as u32);
     let iu = i as usize;
     let me = cs.sorted[k];
-    if key < large_key {
+    if code != LARGE_CODE {
         // A box that overlaps this one has its lower corner, and so its cell, no lower than
         // this box's lower corner less the largest extent (less a margin for the roundings of
         // the extents and of this subtraction), and never lower than a cell below.
-        let lo = cs.aabb_min[iu].truncate();
         let e = cs.grid_extent;
-        let back = (e + (e + lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
-        let from = grid.cell(lo - back);
-        let to = grid.cell(cs.aabb_max[iu]);
-        // Two cells of the stencil may share a hash bucket: the pairs found twice go at
-        // `broad_phase`'s dedup.
+        let back = (e + (e + me.lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
+        let from = grid.cell(me.lo - back);
+        let to = grid.cell(me.hi);
+        let own = [0, 32, 64].map(|shift| ((code >> shift) as u32 ^ 0x8000_0000) as i32);
         let splat = |v: Vec3| [Vec4::splat(v.x), Vec4::splat(v.y), Vec4::splat(v.z)];
         let ([lo_x, lo_y, lo_z], [hi_x, hi_y, hi_z]) = (splat(me.lo), splat(me.hi));
+        let last_x = to[0].min(from[0] + 3);
         for z in from[2]..=to[2].min(from[2] + 3) {
             for y in from[1]..=to[1].min(from[1] + 3) {
-                for x in from[0]..=to[0].min(from[0] + 3) {
-                    let h = grid.hash([x, y, z]) as usize;
-                    let (start, end) = (cs.cell_start[h] as usize, cs.cell_end[h] as usize);
-                    let mut e = start;
-                    while e < end {
-                        // `overlaps`, on four sorted items at once: the AABB test in lanes,
-                        // then the rest for the items that pass.
-                        let g = e / 4;
-                        let [o_lo_x, o_lo_y, o_lo_z, o_hi_x, o_hi_y, o_hi_z] = cs.sorted_bounds[g];
-                        let boxes = o_lo_x.cmple(hi_x)
-                            & o_lo_y.cmple(hi_y)
-                            & o_lo_z.cmple(hi_z)
-                            & lo_x.cmple(o_hi_x)
-                            & lo_y.cmple(o_hi_y)
-                            & lo_z.cmple(o_hi_z);
-                        // The lanes of this group inside the bucket, with bodies after this one.
-                        let (first, last) = (e - 4 * g, (end - 4 * g).min(4));
-                        let bodies = cs.sorted_bodies[g];
-                        let later = (0..4).fold(0, |bits, l| bits | (u32::from(bodies[l] > i) << l));
-                        let mut hits = boxes.bitmask() & later & ((1 << last) - 1) & !((1 << first) - 1);
-                        while hits != 0 {
-                            let o = cs.sorted[4 * g + hits.trailing_zeros() as usize];
-                            hits &= hits - 1;
-                            // Spheres farther apart than any margin allows, passed over before
-                            // the exact test's square roots (most of a falling heap's hits).
-                            let bound = p.speculative_distance + me.reach + o.reach;
-                            if (me.dynamic || o.dynamic)
-                                && (o.centre - me.centre).length_squared() < SPHERE_BOUND_SLACK * bound * bound
-                                && spheres_within_margin(w, cs, iu, o.body as usize)
-                            {
-                                out.push(GpuPair { a: i, b: o.body });
-                            }
+                // The row's cells from `from.x` to `last_x`: one run of sorted items. Its start
+                // is sought from the cell before this item's own, whose place in the row only
+                // moves forward from item to item.
+                let row_start = cell_code(own[0].saturating_sub(1), y, z);
+                let mut start = rows.seek(&cs.cells, z - own[2], y - own[1], row_start);
+                let (first, last) = (cell_code(from[0], y, z), cell_code(last_x, y, z));
+                while start > 0 && cs.cells[start - 1] >> 32 >= first {
+                    start -= 1;
+                }
+                while start < cs.cells.len() && cs.cells[start] >> 32 < first {
+                    start += 1;
+                }
+                let mut end = start;
+                while end < cs.cells.len() && cs.cells[end] >> 32 <= last {
+                    end += 1;
+                }
+                let mut e = start;
+                while e < end {
+                    // `overlaps`, on four sorted items at once: the AABB test in lanes, then
+                    // the rest for the items that pass.
+                    let g = e / 4;
+                    let [o_lo_x, o_lo_y, o_lo_z, o_hi_x, o_hi_y, o_hi_z] = cs.sorted_bounds[g];
+                    let boxes = o_lo_x.cmple(hi_x)
+                        & o_lo_y.cmple(hi_y)
+                        & o_lo_z.cmple(hi_z)
+                        & lo_x.cmple(o_hi_x)
+                        & lo_y.cmple(o_hi_y)
+                        & lo_z.cmple(o_hi_z);
+                    // The lanes of this group inside the run, with bodies after this one.
+                    let (first, last) = (e - 4 * g, (end - 4 * g).min(4));
+                    let bodies = cs.sorted_bodies[g];
+                    let later = (0..4).fold(0, |bits, l| bits | (u32::from(bodies[l] > i) << l));
+                    let mut hits = boxes.bitmask() & later & ((1 << last) - 1) & !((1 << first) - 1);
+                    while hits != 0 {
+                        let o = cs.sorted[4 * g + hits.trailing_zeros() as usize];
+                        hits &= hits - 1;
+                        // Spheres farther apart than any margin allows, passed over before the
+                        // exact test's square roots (most of a falling heap's hits).
+                        let bound = p.speculative_distance + me.reach + o.reach;
+                        if (me.dynamic || o.dynamic)
+                            && (o.centre - me.centre).length_squared() < SPHERE_BOUND_SLACK * bound * bound
+                            && spheres_within_margin(w, cs, iu, o.body as usize)
+                        {
+                            out.push(GpuPair { a: i, b: o.body });
                         }
-                        e = 4 * g + 4;
                     }
+                    e = 4 * g + 4;
                 }
             }
         }
