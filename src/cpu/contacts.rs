@@ -92,11 +92,19 @@ pub(crate) struct ContactState {
     scratch: Vec<u32>,
     /// This step's manifolds in `colored` order, from the coloring to the end of the step: the
     /// passes visit them in this order, so they stream through memory instead of hopping
-    /// across the pair-ordered array. [`finish_step`] writes them back.
+    /// across the pair-ordered array. Their impulses live in `impulses` meanwhile;
+    /// [`finish_step`] writes both back.
     solving: Vec<GpuManifold>,
     /// Per manifold in `colored` order, what its passes read that only positions change (see
     /// [`Prepared`]).
     prepared: Vec<Prepared>,
+    /// Per manifold in `colored` order, its impulses from the coloring to the end of the step:
+    /// the passes read and write them here, one cache line a manifold where `solving` spreads
+    /// them over six. `solving`'s own impulse words are stale in between: a pass that works on
+    /// a whole manifold puts them in around its work, and [`finish_step`] puts them all back.
+    impulses: Vec<PointImpulses>,
+    /// Per manifold in `colored` order, its [`SweepHead`].
+    heads: Vec<SweepHead>,
     /// Per manifold (pair order), its place in `solving`.
     slots: Vec<u32>,
     /// Per body, the world inverse inertia at the current orientation (zero when not dynamic):
@@ -235,6 +243,34 @@ pub(crate) fn point_masses([k_n, k11, k12, k22]: [f32; 4]) -> PointMasses {
         newton: [k22 * inv_det, k12 * inv_det, k11 * inv_det],
         tangent_step: 1.0 / super::stages::largest_eigenvalue(k11, k12, k22),
     }
+}
+
+/// A manifold's accumulated impulses, per point: normal, first tangent, second tangent and the
+/// largest normal impulse of the step (the four impulse words of [`GpuManifoldPoint`]).
+pub(crate) type PointImpulses = [[f32; 4]; 4];
+
+/// Manifold `m`'s [`PointImpulses`].
+fn impulses_of(m: &GpuManifold) -> PointImpulses {
+    m.points.map(|c| [c.normal_impulse, c.tangent_impulse_1, c.tangent_impulse_2, c.max_normal_impulse])
+}
+
+/// Puts `impulses` into manifold `m`.
+fn set_impulses(m: &mut GpuManifold, impulses: &PointImpulses) {
+    for (c, i) in m.points.iter_mut().zip(impulses) {
+        [c.normal_impulse, c.tangent_impulse_1, c.tangent_impulse_2, c.max_normal_impulse] = *i;
+    }
+}
+
+/// What a color's sweep reads of a manifold besides its impulses and [`Prepared`]: its bodies,
+/// and whether it can bounce (which keeps it out of the lane sweeps).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SweepHead {
+    /// Body A.
+    pub a: u32,
+    /// Body B.
+    pub b: u32,
+    /// Whether its restitution is above zero.
+    pub bouncy: bool,
 }
 
 /// A grid item of the broad phase in sorted order (see `ContactState::sorted`).
@@ -1232,6 +1268,12 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     cs.prepared_valid = false;
     let (manifolds, colored) = (&cs.manifolds, &cs.colored);
     super::fill_indexed(&mut cs.solving, colored.len(), cs.parallel, PARALLEL_RUN, |k| manifolds[colored[k] as usize]);
+    let solving = &cs.solving;
+    super::fill_indexed(&mut cs.impulses, colored.len(), cs.parallel, PARALLEL_RUN, |k| impulses_of(&solving[k]));
+    super::fill_indexed(&mut cs.heads, colored.len(), cs.parallel, PARALLEL_RUN, |k| {
+        let m = &solving[k];
+        SweepHead { a: m.body_a, b: m.body_b, bouncy: m.restitution > 0.0 }
+    });
     cs.slots.clear();
     cs.slots.resize(cs.colored.len(), 0);
     for (k, &i) in cs.colored.iter().enumerate() {
@@ -1244,12 +1286,17 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
 pub(crate) fn finish_step(cs: &mut ContactState) {
     if cs.parallel {
         // Gathered through each manifold's place in `solving`.
-        let (solving, slots) = (&cs.solving, &cs.slots);
-        cs.manifolds.par_iter_mut().zip(slots).with_min_len(PARALLEL_RUN).for_each(|(m, &k)| *m = solving[k as usize]);
+        let (solving, impulses, slots) = (&cs.solving, &cs.impulses, &cs.slots);
+        cs.manifolds.par_iter_mut().zip(slots).with_min_len(PARALLEL_RUN).for_each(|(m, &k)| {
+            *m = solving[k as usize];
+            set_impulses(m, &impulses[k as usize]);
+        });
         return;
     }
-    for (m, &i) in cs.solving.iter().zip(&cs.colored) {
-        cs.manifolds[i as usize] = *m;
+    for ((m, i), &k) in cs.solving.iter().zip(&cs.impulses).zip(&cs.colored) {
+        let out = &mut cs.manifolds[k as usize];
+        *out = *m;
+        set_impulses(out, i);
     }
 }
 
@@ -1358,26 +1405,36 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
     } else {
         for c in 0..colors {
             let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-            let (solving, prepared) = (&mut cs.solving[start..end], &cs.prepared[start..end]);
+            let run = ColorRun {
+                solving: &mut cs.solving[start..end],
+                impulses: &mut cs.impulses[start..end],
+                heads: &cs.heads[start..end],
+                prepared: &cs.prepared[start..end],
+            };
             // The manifolds of a color share no dynamic body: split over threads, each run
             // reads the velocities before the color and writes its own, the same bits.
             let min_run = cs.run.max(4);
             if !(cs.parallel && end - start >= 2 * min_run) {
                 // On one thread each group's velocities go straight back: no later manifold of
                 // the color reads them.
-                solve_run_in_place(w, solving, prepared, &mut cs.motions, &cs.dynamic, (statics, contacts), pass);
+                solve_run_in_place(w, run, &mut cs.motions, &cs.dynamic, (statics, contacts), pass);
                 continue;
             }
             // About four runs per thread, so that stealing evens out the threads, in multiples
             // of sixteen manifolds (the widest sweeps' groups).
-            let run = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
+            let size = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
             let motions = &cs.motions;
-            solving
-                .par_chunks_mut(run)
-                .zip(prepared.par_chunks(run))
-                .zip(cs.pass_out[start..end].par_chunks_mut(run))
-                .for_each(|((s, q), o)| solve_run(w, s, q, motions, (statics, contacts), pass, o));
-            store_velocities(&cs.solving[start..end], &cs.pass_out[start..end], &mut cs.motions, &cs.dynamic);
+            run.solving
+                .par_chunks_mut(size)
+                .zip(run.impulses.par_chunks_mut(size))
+                .zip(run.heads.par_chunks(size))
+                .zip(run.prepared.par_chunks(size))
+                .zip(cs.pass_out[start..end].par_chunks_mut(size))
+                .for_each(|((((solving, impulses), heads), prepared), o)| {
+                    let run = ColorRun { solving, impulses, heads, prepared };
+                    solve_run(w, run, motions, (statics, contacts), pass, o)
+                });
+            store_velocities(&cs.heads[start..end], &cs.pass_out[start..end], &mut cs.motions, &cs.dynamic);
         }
         jacobi(w, cs, pass);
     }
@@ -1387,22 +1444,42 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
 /// (a task costs a few microseconds); colors shorter than two runs stay on one thread.
 const PARALLEL_RUN: usize = 48;
 
+/// Manifolds of one color, or a run of them, in `colored` order: the manifolds, their
+/// impulses, heads and prepared data (see `ContactState`).
+struct ColorRun<'a> {
+    solving: &'a mut [GpuManifold],
+    impulses: &'a mut [PointImpulses],
+    heads: &'a [SweepHead],
+    prepared: &'a [Prepared],
+}
+
+impl ColorRun<'_> {
+    /// The run from its `k`th manifold on.
+    fn from(&mut self, k: usize) -> ColorRun<'_> {
+        ColorRun {
+            solving: &mut self.solving[k..],
+            impulses: &mut self.impulses[k..],
+            heads: &self.heads[k..],
+            prepared: &self.prepared[k..],
+        }
+    }
+}
+
 /// One pass over a run of manifolds of one color, from the bodies' `motions` before the color:
 /// writes each manifold's bodies' velocities after its pass to `out` (v_a, ω_a, v_b, ω_b),
 /// which the caller stores for the dynamic ones. The manifolds of a color share no
 /// dynamic body, so no manifold of the run reads what another writes.
 fn solve_run(
     w: &BodyView,
-    solving: &mut [GpuManifold],
-    prepared: &[Prepared],
+    mut run: ColorRun,
     motions: &[Motion],
     softs: (Soft, Soft),
     pass: Pass,
     out: &mut [[Vec3; 4]],
 ) {
     let mut k = 0;
-    while k < solving.len() {
-        k += sweep_group(w, &mut solving[k..], &prepared[k..], motions, softs, pass, &mut out[k..]);
+    while k < run.solving.len() {
+        k += sweep_group(w, run.from(k), motions, softs, pass, &mut out[k..]);
     }
 }
 
@@ -1411,8 +1488,7 @@ fn solve_run(
 /// no later one reads them, and the results are the same bits.
 fn solve_run_in_place(
     w: &BodyView,
-    solving: &mut [GpuManifold],
-    prepared: &[Prepared],
+    mut run: ColorRun,
     motions: &mut [Motion],
     dynamic: &[bool],
     softs: (Soft, Soft),
@@ -1420,18 +1496,19 @@ fn solve_run_in_place(
 ) {
     let mut out = [[Vec3::ZERO; 4]; 16];
     let mut k = 0;
-    while k < solving.len() {
-        let n = sweep_group(w, &mut solving[k..], &prepared[k..], motions, softs, pass, &mut out);
-        store_velocities(&solving[k..k + n], &out, motions, dynamic);
+    while k < run.solving.len() {
+        let n = sweep_group(w, run.from(k), motions, softs, pass, &mut out);
+        store_velocities(&run.heads[k..k + n], &out, motions, dynamic);
         k += n;
     }
 }
 
-/// Stores manifolds `ms`' bodies' velocities after a pass, `out` (v_a, ω_a, v_b, ω_b each),
-/// into `motions`, for the dynamic bodies only: a static or kinematic one keeps its velocity.
-fn store_velocities(ms: &[GpuManifold], out: &[[Vec3; 4]], motions: &mut [Motion], dynamic: &[bool]) {
-    for (m, o) in ms.iter().zip(out) {
-        let (a, b) = (m.body_a as usize, m.body_b as usize);
+/// Stores the velocities after a pass of the manifolds with `heads`, `out` (v_a, ω_a, v_b, ω_b
+/// each), into `motions`, for the dynamic bodies only: a static or kinematic one keeps its
+/// velocity.
+fn store_velocities(heads: &[SweepHead], out: &[[Vec3; 4]], motions: &mut [Motion], dynamic: &[bool]) {
+    for (h, o) in heads.iter().zip(out) {
+        let (a, b) = (h.a as usize, h.b as usize);
         if dynamic[a] {
             (motions[a].v, motions[a].w) = (o[0], o[1]);
         }
@@ -1446,29 +1523,30 @@ fn store_velocities(ms: &[GpuManifold], out: &[[Vec3; 4]], motions: &mut [Motion
 /// after the pass go to `out` (v_a, ω_a, v_b, ω_b). Returns how many manifolds it took.
 fn sweep_group(
     w: &BodyView,
-    solving: &mut [GpuManifold],
-    prepared: &[Prepared],
+    run: ColorRun,
     motions: &[Motion],
     softs: (Soft, Soft),
     pass: Pass,
     out: &mut [[Vec3; 4]],
 ) -> usize {
     let p = w.params;
+    let len = run.heads.len();
     if let Pass::Solve(use_bias) = pass
-        && let Some(n) =
-            [16, 8, 4].into_iter().find(|&n| n <= solving.len() && solving[..n].iter().all(|m| m.restitution <= 0.0))
+        && let Some(n) = [16, 8, 4].into_iter().find(|&n| n <= len && run.heads[..n].iter().all(|h| !h.bouncy))
     {
-        let (ms, q, o) = (&mut solving[..n], &prepared[..n], &mut out[..n]);
+        let (h, i, q, o) = (&run.heads[..n], &mut run.impulses[..n], &run.prepared[..n], &mut out[..n]);
         match n {
-            16 => super::lanes::solve16(w.simd, p, ms, q, motions, softs, use_bias, o),
-            8 => super::lanes::solve8(w.simd, p, ms, q, motions, softs, use_bias, o),
-            _ => super::lanes::solve4(p, ms, q, motions, softs, use_bias, o),
+            16 => super::lanes::solve16(w.simd, p, h, i, q, motions, softs, use_bias, o),
+            8 => super::lanes::solve8(w.simd, p, h, i, q, motions, softs, use_bias, o),
+            _ => super::lanes::solve4(p, h, i, q, motions, softs, use_bias, o),
         }
         return n;
     }
-    let m = &mut solving[0];
+    let m = &mut run.solving[0];
     let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
-    manifold_pass(w, m, &prepared[0], &mut ma, &mut mb, pass, false);
+    set_impulses(m, &run.impulses[0]);
+    manifold_pass(w, m, &run.prepared[0], &mut ma, &mut mb, pass, false);
+    run.impulses[0] = impulses_of(m);
     out[0] = [ma.v, ma.w, mb.v, mb.w];
     1
 }
@@ -1495,34 +1573,34 @@ fn load_motions(w: &BodyView, cs: &mut ContactState) {
 /// makes the same additions in the same order). Twin of `warm_start_work` and
 /// `warm_start_gather` in shaders/solve_contacts.wgsl.
 fn warm_start_bodies(cs: &mut ContactState) {
-    let impulse = |m: &GpuManifold, q: &Prepared, k: usize| {
-        let c = &m.points[k];
-        c.normal_impulse * m.normal + c.tangent_impulse_1 * q.t1() + c.tangent_impulse_2 * q.t2()
+    let impulse = |m: &GpuManifold, i: &PointImpulses, q: &Prepared, k: usize| {
+        let [normal, t1, t2, _] = i[k];
+        normal * m.normal + t1 * q.t1() + t2 * q.t2()
     };
     let motions = &cs.motions;
-    let work = |(m, q): (&mut GpuManifold, &Prepared)| {
+    let work = |((m, i), q): ((&mut GpuManifold, &PointImpulses), &Prepared)| {
         if m.restitution <= 0.0 {
             return;
         }
         let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
         for (k, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
-            let j = impulse(m, q, k);
+            let j = impulse(m, i, q, k);
             m.absorbed -= apply_at(&mut ma, &mut mb, g, j, true);
         }
     };
     if cs.parallel {
-        cs.solving.par_iter_mut().zip(&cs.prepared).with_min_len(4 * PARALLEL_RUN).for_each(work);
+        cs.solving.par_iter_mut().zip(&cs.impulses).zip(&cs.prepared).with_min_len(4 * PARALLEL_RUN).for_each(work);
     } else {
-        cs.solving.iter_mut().zip(&cs.prepared).for_each(work);
+        cs.solving.iter_mut().zip(&cs.impulses).zip(&cs.prepared).for_each(work);
     }
     if !cs.parallel {
         // Through the manifolds in pair order, each point applied to both bodies: every body
         // gets the additions of the gather below in the same order, with one visit per point.
         for &k in &cs.slots {
-            let (m, q) = (&cs.solving[k as usize], &cs.prepared[k as usize]);
+            let (m, i, q) = (&cs.solving[k as usize], &cs.impulses[k as usize], &cs.prepared[k as usize]);
             let (a, b) = (m.body_a as usize, m.body_b as usize);
             for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
-                let j = impulse(m, q, p);
+                let j = impulse(m, i, q, p);
                 if cs.dynamic[a] {
                     cs.motions[a].apply(g.ra, -j);
                 }
@@ -1535,8 +1613,8 @@ fn warm_start_bodies(cs: &mut ContactState) {
     }
     // Each dynamic body adds the impulses of its manifolds (the coloring's adjacency, in pair
     // order), point by point, as the GPU's gather does.
-    let (solving, prepared, slots, dynamic, coloring) =
-        (&cs.solving, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
+    let (solving, impulses, prepared, slots, dynamic, coloring) =
+        (&cs.solving, &cs.impulses, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
     cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
         if !dynamic[i] {
             return;
@@ -1546,7 +1624,7 @@ fn warm_start_bodies(cs: &mut ContactState) {
             let (m, q) = (&solving[slot], &prepared[slot]);
             let a_side = m.body_a as usize == i;
             for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
-                let j = impulse(m, q, p);
+                let j = impulse(m, &impulses[slot], q, p);
                 if a_side {
                     motion.apply(g.ra, -j);
                 } else {
@@ -1654,7 +1732,9 @@ fn jacobi(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         let ma0 = split(a, cs.motions[a]);
         let mb0 = split(b, cs.motions[b]);
         let (mut ma, mut mb) = (ma0, mb0);
+        set_impulses(&mut cs.solving[k], &cs.impulses[k]);
         manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, true);
+        cs.impulses[k] = impulses_of(&cs.solving[k]);
         cs.deltas[i] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
     }
     // Gather: each dynamic body averages its sub-bodies (the adjacency lists every manifold).
@@ -2668,6 +2748,10 @@ mod tests {
                     .flat_map(|n| (start..end).step_by(n).filter(move |k| k + n <= end).map(move |k| (n, k)))
                 {
                     let (mut one, mut one_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
+                    for (m, i) in one.iter_mut().zip(&cs.impulses[k..k + width]) {
+                        set_impulses(m, i);
+                    }
+                    let before = one.clone();
                     for (i, m) in one.iter_mut().enumerate() {
                         let (a, b) = (m.body_a as usize, m.body_b as usize);
                         let (mut ma, mut mb) = (one_motions[a], one_motions[b]);
@@ -2681,19 +2765,32 @@ mod tests {
                         point_counts[m.count as usize] += 1;
                         against_static += usize::from(!cs.dynamic[a] || !cs.dynamic[b]);
                     }
-                    let (mut lanes, mut lane_motions) = (cs.solving[k..k + width].to_vec(), motions.clone());
-                    let q = &cs.prepared[k..k + width];
+                    let (mut lanes, mut lane_motions) = (cs.impulses[k..k + width].to_vec(), motions.clone());
+                    let (h, q) = (&cs.heads[k..k + width], &cs.prepared[k..k + width]);
                     let mut out = [[Vec3::ZERO; 4]; 16];
                     let (lanes_in, out_in) = (&mut lanes[..], &mut out[..]);
                     match width {
-                        16 => super::super::lanes::solve16(widest, p, lanes_in, q, &motions, softs, use_bias, out_in),
-                        8 => super::super::lanes::solve8(widest, p, lanes_in, q, &motions, softs, use_bias, out_in),
-                        _ => super::super::lanes::solve4(p, lanes_in, q, &motions, softs, use_bias, out_in),
+                        16 => {
+                            super::super::lanes::solve16(widest, p, h, lanes_in, q, &motions, softs, use_bias, out_in)
+                        }
+                        8 => super::super::lanes::solve8(widest, p, h, lanes_in, q, &motions, softs, use_bias, out_in),
+                        _ => super::super::lanes::solve4(p, h, lanes_in, q, &motions, softs, use_bias, out_in),
                     }
-                    store_velocities(&lanes, &out, &mut lane_motions, &cs.dynamic);
+                    store_velocities(h, &out, &mut lane_motions, &cs.dynamic);
+                    // The one-manifold sweep changes only the impulses, which the lanes keep
+                    // apart from the manifolds.
+                    let one_impulses: Vec<PointImpulses> = one.iter().map(impulses_of).collect();
+                    assert_eq!(
+                        bytemuck::cast_slice::<_, u32>(&one_impulses),
+                        bytemuck::cast_slice::<_, u32>(&lanes),
+                        "manifolds {k}.."
+                    );
+                    for (m, i) in one.iter_mut().zip(&before) {
+                        set_impulses(m, &impulses_of(i));
+                    }
                     assert_eq!(
                         bytemuck::cast_slice::<_, u32>(&one),
-                        bytemuck::cast_slice::<_, u32>(&lanes),
+                        bytemuck::cast_slice::<_, u32>(&before),
                         "manifolds {k}.."
                     );
                     for (x, y) in one_motions.iter().zip(&lane_motions) {

@@ -31,7 +31,7 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::contacts::{Motion, PointMasses, Prepared, PreparedPoint, Soft};
+use super::contacts::{Motion, PointImpulses, PointMasses, Prepared, PreparedPoint, Soft, SweepHead};
 use crate::layout::{
     GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
 };
@@ -895,39 +895,39 @@ fn centroid_step<L: Lanes>(
     (L::select(enough, share, zero), L::select(enough, j_min, zero))
 }
 
-/// A biased (`use_bias`) or relax sweep over `L::N` manifolds of one color (`ms`), none of
-/// which can bounce and none split, with their prepared data and the soft coefficients against
-/// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
-/// and `out[l]` gets lane `l`'s velocities after it (v_a, ω_a, v_b, ω_b).
+/// A biased (`use_bias`) or relax sweep over `L::N` manifolds of one color (their bodies,
+/// `heads`, and their `impulses`, which it updates), none of which can bounce and none split,
+/// with their prepared data and the soft coefficients against static geometry and between
+/// bodies (`softs`); `motions` are every body's before the sweep, and `out[l]` gets lane `l`'s
+/// velocities after it (v_a, ω_a, v_b, ω_b).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn solve<L: Lanes>(
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
-    let (ms, prepared, out) = (&mut ms[..L::N], &prepared[..L::N], &mut out[..L::N]);
+    let (heads, impulses, prepared, out) = (&heads[..L::N], &mut impulses[..L::N], &prepared[..L::N], &mut out[..L::N]);
     let (statics, contacts) = softs;
     let zero = L::splat(0.0);
-    let (mut ma, mut mb) = {
-        let ms = &*ms;
-        (
-            Motions::<L>::gather(|l| &motions[ms[l].body_a as usize]),
-            Motions::<L>::gather(|l| &motions[ms[l].body_b as usize]),
-        )
-    };
+    let (mut ma, mut mb) = (
+        Motions::<L>::gather(|l| &motions[heads[l].a as usize]),
+        Motions::<L>::gather(|l| &motions[heads[l].b as usize]),
+    );
     // The manifolds' own words ride in the prepared points' last three (`PreparedPoint`).
     let q = load_prepared::<L>(prepared);
     let (t1, t2) = (V3 { x: q[13], y: q[14], z: q[15] }, V3 { x: q[29], y: q[30], z: q[31] });
     let (n, friction, count) = (V3 { x: q[45], y: q[46], z: q[47] }, q[61], q[62]);
     let mut points = [
-        load_point(ms, &q, 0, count),
-        load_point(ms, &q, 1, count),
-        load_point(ms, &q, 2, count),
-        load_point(ms, &q, 3, count),
+        load_point(impulses, &q, 0, count),
+        load_point(impulses, &q, 1, count),
+        load_point(impulses, &q, 2, count),
+        load_point(impulses, &q, 3, count),
     ];
     // Against a static or kinematic body, the stiffer coefficients.
     let fixed = ma.inv_mass.eq(zero) | mb.inv_mass.eq(zero);
@@ -1014,8 +1014,8 @@ fn solve<L: Lanes>(
 
     // Every point's impulses go back: those a manifold lacks are unchanged, bit for bit.
     for (k, c) in points.iter().enumerate() {
-        let impulses = [c.normal_impulse, c.tangent_impulse_1, c.tangent_impulse_2, c.max_normal_impulse];
-        L::untranspose4(impulses, |l, row| *impulse_row_mut(&mut ms[l], k) = row);
+        let point = [c.normal_impulse, c.tangent_impulse_1, c.tangent_impulse_2, c.max_normal_impulse];
+        L::untranspose4(point, |l, row| impulses[l][k] = row);
     }
     let out = bytemuck::cast_slice_mut::<[Vec3; 4], [[f32; 4]; 3]>(out);
     let ((va, wa), (vb, wb)) = ((ma.v, ma.w), (mb.v, mb.w));
@@ -1025,19 +1025,15 @@ fn solve<L: Lanes>(
 }
 
 /// Word offsets in a [`GpuManifold`]: its normal and friction (in the first row of eight
-/// words), its points, and in each point the core A, base separation and core B (eight words)
-/// and the four impulses, in this order.
+/// words), its points, and in each point the core A, base separation and core B (eight
+/// words).
 const NORMAL_WORD: usize = offset_of!(GpuManifold, normal) / 4;
 const POINTS_WORD: usize = offset_of!(GpuManifold, points) / 4;
 const POINT_WORDS: usize = size_of::<GpuManifoldPoint>() / 4;
-const IMPULSE_WORD: usize = offset_of!(GpuManifoldPoint, normal_impulse) / 4;
 const _: () = {
     assert!(NORMAL_WORD == 4 && offset_of!(GpuManifold, friction) == 28);
     assert!(offset_of!(GpuManifoldPoint, core_a) == 0 && offset_of!(GpuManifoldPoint, base_separation) == 12);
     assert!(offset_of!(GpuManifoldPoint, core_b) == 16);
-    assert!(offset_of!(GpuManifoldPoint, tangent_impulse_1) == 4 * IMPULSE_WORD + 4);
-    assert!(offset_of!(GpuManifoldPoint, tangent_impulse_2) == 4 * IMPULSE_WORD + 8);
-    assert!(offset_of!(GpuManifoldPoint, max_normal_impulse) == 4 * IMPULSE_WORD + 12);
 };
 
 /// The first eight words of a manifold: bodies, count, color, normal, friction.
@@ -1051,20 +1047,6 @@ fn header_row(m: &GpuManifold) -> &[f32; 8] {
 fn core_row(m: &GpuManifold, k: usize) -> &[f32; 8] {
     let at = POINTS_WORD + k * POINT_WORDS;
     bytemuck::cast_ref::<GpuManifold, [f32; 96]>(m)[at..at + 8].try_into().unwrap()
-}
-
-/// Point `k`'s normal impulse, tangent impulses and largest normal impulse.
-#[inline(always)]
-fn impulse_row(m: &GpuManifold, k: usize) -> &[f32; 4] {
-    let at = POINTS_WORD + k * POINT_WORDS + IMPULSE_WORD;
-    bytemuck::cast_ref::<GpuManifold, [f32; 96]>(m)[at..at + 4].try_into().unwrap()
-}
-
-/// [`impulse_row`] to write.
-#[inline(always)]
-fn impulse_row_mut(m: &mut GpuManifold, k: usize) -> &mut [f32; 4] {
-    let at = POINTS_WORD + k * POINT_WORDS + IMPULSE_WORD;
-    (&mut bytemuck::cast_mut::<GpuManifold, [f32; 96]>(m)[at..at + 4]).try_into().unwrap()
 }
 
 /// The `L::N` manifolds' prepared data, each of its 64 words in one vector, by rows of eight
@@ -1097,16 +1079,15 @@ impl<L> Index<usize> for PreparedLanes<L> {
     }
 }
 
-/// Point `k` of the `L::N` manifolds `ms`, with their prepared data `q` ([`load_prepared`]):
+/// Point `k` of the `L::N` manifolds with `impulses` and prepared data `q` ([`load_prepared`]):
 /// sixteen words per point, its lever arms and separation, then its [`PointMasses`]; `count`
 /// is each manifold's number of points.
 #[inline(always)]
-fn load_point<L: Lanes>(ms: &[GpuManifold], q: &PreparedLanes<L>, k: usize, count: L) -> Point<L> {
+fn load_point<L: Lanes>(impulses: &[PointImpulses], q: &PreparedLanes<L>, k: usize, count: L) -> Point<L> {
     const _: () = assert!(offset_of!(PreparedPoint, geo) == 0 && offset_of!(PreparedPoint, masses) == 28);
     const _: () = assert!(size_of::<PointMasses>() == 24 && offset_of!(PreparedPoint, manifold) == 52);
     let (g, e) = (16 * k, 16 * k + 7);
-    let [normal_impulse, tangent_impulse_1, tangent_impulse_2, max_normal_impulse] =
-        L::transpose4(|l| impulse_row(&ms[l], k));
+    let [normal_impulse, tangent_impulse_1, tangent_impulse_2, max_normal_impulse] = L::transpose4(|l| &impulses[l][k]);
     Point {
         ra: V3 { x: q[g], y: q[g + 1], z: q[g + 2] },
         rb: V3 { x: q[g + 3], y: q[g + 4], z: q[g + 5] },
@@ -1405,20 +1386,23 @@ fn world<L: Lanes>(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], ou
     }
 }
 
-/// A biased (`use_bias`) or relax sweep over four manifolds of one color (`ms`), none of which
-/// can bounce and none split, with their `prepared` data and the soft coefficients against
-/// static geometry and between bodies (`softs`); `motions` are every body's before the sweep,
-/// and `out[l]` gets manifold `l`'s bodies' velocities after it (v_a, ω_a, v_b, ω_b).
+/// A biased (`use_bias`) or relax sweep over four manifolds of one color (their bodies,
+/// `heads`, and their `impulses`, which it updates), none of which can bounce and none split,
+/// with their `prepared` data and the soft coefficients against static geometry and between
+/// bodies (`softs`); `motions` are every body's before the sweep, and `out[l]` gets manifold
+/// `l`'s bodies' velocities after it (v_a, ω_a, v_b, ω_b).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn solve4(
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
-    solve::<Vec4>(p, ms, prepared, motions, softs, use_bias, out);
+    solve::<Vec4>(p, heads, impulses, prepared, motions, softs, use_bias, out);
 }
 
 /// [`solve4`] over eight manifolds: in the eight lanes of an AVX register where `simd` allows
@@ -1427,7 +1411,8 @@ pub(super) fn solve4(
 pub(super) fn solve8(
     simd: Simd,
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
@@ -1440,12 +1425,12 @@ pub(super) fn solve8(
     #[cfg(target_arch = "x86_64")]
     if simd.eight {
         // SAFETY: the processor has AVX (`Simd::new`).
-        unsafe { solve8_avx(p, ms, prepared, motions, softs, use_bias, out) };
+        unsafe { solve8_avx(p, heads, impulses, prepared, motions, softs, use_bias, out) };
         return;
     }
-    let (ms, out) = (ms.split_at_mut(4), out.split_at_mut(4));
-    solve4(p, ms.0, &prepared[..4], motions, softs, use_bias, out.0);
-    solve4(p, &mut ms.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
+    let (impulses, out) = (impulses.split_at_mut(4), out.split_at_mut(4));
+    solve4(p, &heads[..4], impulses.0, &prepared[..4], motions, softs, use_bias, out.0);
+    solve4(p, &heads[4..8], &mut impulses.1[..4], &prepared[4..8], motions, softs, use_bias, &mut out.1[..4]);
 }
 
 /// [`solve8`] over sixteen manifolds: in one AVX-512 register where `simd` allows (the
@@ -1454,7 +1439,8 @@ pub(super) fn solve8(
 pub(super) fn solve16(
     simd: Simd,
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
@@ -1464,40 +1450,44 @@ pub(super) fn solve16(
     #[cfg(target_arch = "x86_64")]
     if simd.sixteen {
         // SAFETY: the processor has AVX-512F (`Simd::new`).
-        unsafe { solve16_avx512(p, ms, prepared, motions, softs, use_bias, out) };
+        unsafe { solve16_avx512(p, heads, impulses, prepared, motions, softs, use_bias, out) };
         return;
     }
-    let (ms, out) = (ms.split_at_mut(8), out.split_at_mut(8));
-    solve8(simd, p, ms.0, &prepared[..8], motions, softs, use_bias, out.0);
-    solve8(simd, p, &mut ms.1[..8], &prepared[8..16], motions, softs, use_bias, &mut out.1[..8]);
+    let (impulses, out) = (impulses.split_at_mut(8), out.split_at_mut(8));
+    solve8(simd, p, &heads[..8], impulses.0, &prepared[..8], motions, softs, use_bias, out.0);
+    solve8(simd, p, &heads[8..16], &mut impulses.1[..8], &prepared[8..16], motions, softs, use_bias, &mut out.1[..8]);
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
 fn solve16_avx512(
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
-    solve::<avx512::F16>(p, ms, prepared, motions, softs, use_bias, out);
+    solve::<avx512::F16>(p, heads, impulses, prepared, motions, softs, use_bias, out);
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx")]
 fn solve8_avx(
     p: &StepParams,
-    ms: &mut [GpuManifold],
+    heads: &[SweepHead],
+    impulses: &mut [PointImpulses],
     prepared: &[Prepared],
     motions: &[Motion],
     softs: (Soft, Soft),
     use_bias: bool,
     out: &mut [[Vec3; 4]],
 ) {
-    solve::<avx::F8>(p, ms, prepared, motions, softs, use_bias, out);
+    solve::<avx::F8>(p, heads, impulses, prepared, motions, softs, use_bias, out);
 }
 
 /// `prepare`'s work for four manifolds (`ms`), one per lane: each point's lever arms and
