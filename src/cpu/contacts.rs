@@ -1596,8 +1596,10 @@ fn warm_start_bodies(cs: &mut ContactState) {
     if !cs.parallel {
         // Through the manifolds in pair order, each point applied to both bodies: every body
         // gets the additions of the gather below in the same order, with one visit per point.
-        for &k in &cs.slots {
-            let (m, i, q) = (&cs.solving[k as usize], &cs.impulses[k as usize], &cs.prepared[k as usize]);
+        // The bodies, count and normal come from the pair-ordered `manifolds` (the same as
+        // `solving`'s), read in order.
+        for (m, &k) in cs.manifolds.iter().zip(&cs.slots) {
+            let (i, q) = (&cs.impulses[k as usize], &cs.prepared[k as usize]);
             let (a, b) = (m.body_a as usize, m.body_b as usize);
             for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
                 let j = impulse(m, i, q, p);
@@ -1613,15 +1615,15 @@ fn warm_start_bodies(cs: &mut ContactState) {
     }
     // Each dynamic body adds the impulses of its manifolds (the coloring's adjacency, in pair
     // order), point by point, as the GPU's gather does.
-    let (solving, impulses, prepared, slots, dynamic, coloring) =
-        (&cs.solving, &cs.impulses, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
+    let (manifolds, impulses, prepared, slots, dynamic, coloring) =
+        (&cs.manifolds, &cs.impulses, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
     cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
         if !dynamic[i] {
             return;
         }
         for &k in coloring.constraints_of(i) {
             let slot = slots[k as usize] as usize;
-            let (m, q) = (&solving[slot], &prepared[slot]);
+            let (m, q) = (&manifolds[k as usize], &prepared[slot]);
             let a_side = m.body_a as usize == i;
             for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
                 let j = impulse(m, &impulses[slot], q, p);
