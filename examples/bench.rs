@@ -220,6 +220,9 @@ struct Report {
     adapter: String,
     backend: String,
     software_adapter: bool,
+    /// The host's processor (`model name` of /proc/cpuinfo) and the logical CPUs this process
+    /// may run on: CPU-path times and Rapier's depend on them.
+    host_cpu: String,
     scene: Scene,
     /// The `--tilt` disturbance, rad (0: the scene as built).
     tilt: f32,
@@ -266,6 +269,18 @@ struct Report {
     all_finite: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     rapier: Option<OtherEngine>,
+}
+
+/// The host's processor as /proc/cpuinfo names it (`"unknown processor"` where it names none,
+/// or there is no such file), and how many logical CPUs this process may run on.
+fn host_cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned()))
+        .unwrap_or_else(|| "unknown processor".into());
+    let count = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model} ({count} logical CPUs)")
 }
 
 fn build(args: &Args) -> Result<World, signorini::Error> {
@@ -417,6 +432,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
+    println!("host: {}", host_cpu());
     if let Some(lanes) = cpu_lanes {
         println!("CPU solver: up to {lanes} SIMD lanes");
     }
@@ -487,6 +503,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adapter,
         backend,
         software_adapter: software,
+        host_cpu: host_cpu(),
         scene: args.scene,
         tilt: args.tilt,
         recycle_contacts: settings.recycle_contacts,

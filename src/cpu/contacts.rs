@@ -384,8 +384,8 @@ pub const GRID_HASH: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
 /// (a hash collision costs AABB tests, never a missed pair), so each thread finds a cell's
 /// items in one lookup. The CPU sorts the items by cell instead, row by row, and scans them in
 /// that order (see `grid_pairs`): a body's neighbours then lie near it in memory, where hashed
-/// buckets lie anywhere in a table that outgrows the caches. Both list exactly the pairs whose
-/// boxes overlap.
+/// buckets lie anywhere in a table that outgrows the caches. Both find every pair whose boxes
+/// overlap, and list the same pairs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct GridSpec {
     /// Cell edge, m: 1.5 times the 95th percentile of the dynamic bodies' bounding diameters
@@ -728,8 +728,8 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, rows: &mut RowCursors, 
         // A box that overlaps this one has its lower corner, and so its cell, no lower than
         // this box's lower corner less the largest extent (less a margin for the roundings of
         // the extents and of this subtraction), and never lower than a cell below.
-        let e = cs.grid_extent;
-        let back = (e + (e + me.lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
+        let extent = cs.grid_extent;
+        let back = (extent + (extent + me.lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
         let from = grid.cell(me.lo - back);
         let to = grid.cell(me.hi);
         let own = [0, 32, 64].map(|shift| ((code >> shift) as u32 ^ 0x8000_0000) as i32);
@@ -743,15 +743,15 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, rows: &mut RowCursors, 
                 // moves forward from item to item.
                 let row_start = cell_code(own[0].saturating_sub(1), y, z);
                 let mut start = rows.seek(&cs.cells, z - own[2], y - own[1], row_start);
-                let (first, last) = (cell_code(from[0], y, z), cell_code(last_x, y, z));
-                while start > 0 && cs.cells[start - 1] >> 32 >= first {
+                let (first_cell, last_cell) = (cell_code(from[0], y, z), cell_code(last_x, y, z));
+                while start > 0 && cs.cells[start - 1] >> 32 >= first_cell {
                     start -= 1;
                 }
-                while start < cs.cells.len() && cs.cells[start] >> 32 < first {
+                while start < cs.cells.len() && cs.cells[start] >> 32 < first_cell {
                     start += 1;
                 }
                 let mut end = start;
-                while end < cs.cells.len() && cs.cells[end] >> 32 <= last {
+                while end < cs.cells.len() && cs.cells[end] >> 32 <= last_cell {
                     end += 1;
                 }
                 let mut e = start;
@@ -1455,7 +1455,7 @@ struct ColorRun<'a> {
 
 impl ColorRun<'_> {
     /// The run from its `k`th manifold on.
-    fn from(&mut self, k: usize) -> ColorRun<'_> {
+    fn tail(&mut self, k: usize) -> ColorRun<'_> {
         ColorRun {
             solving: &mut self.solving[k..],
             impulses: &mut self.impulses[k..],
@@ -1479,7 +1479,7 @@ fn solve_run(
 ) {
     let mut k = 0;
     while k < run.solving.len() {
-        k += sweep_group(w, run.from(k), motions, softs, pass, &mut out[k..]);
+        k += sweep_group(w, run.tail(k), motions, softs, pass, &mut out[k..]);
     }
 }
 
@@ -1497,7 +1497,7 @@ fn solve_run_in_place(
     let mut out = [[Vec3::ZERO; 4]; 16];
     let mut k = 0;
     while k < run.solving.len() {
-        let n = sweep_group(w, run.from(k), motions, softs, pass, &mut out);
+        let n = sweep_group(w, run.tail(k), motions, softs, pass, &mut out);
         store_velocities(&run.heads[k..k + n], &out, motions, dynamic);
         k += n;
     }
@@ -2469,7 +2469,10 @@ mod tests {
         load_motions(&w, &mut cs);
         let (mut reference, mut bouncing) = (cs.motions.clone(), 0);
         let mut absorbed = Vec::new();
-        for (m, q) in cs.solving.iter().zip(&cs.prepared) {
+        for ((m, i), q) in cs.solving.iter().zip(&cs.impulses).zip(&cs.prepared) {
+            // The step's impulses, kept apart from `solving` until `finish_step`.
+            let mut m = *m;
+            set_impulses(&mut m, i);
             let (a, b) = (m.body_a as usize, m.body_b as usize);
             let (mut alone_a, mut alone_b) = (cs.motions[a], cs.motions[b]);
             let mut work = m.absorbed;

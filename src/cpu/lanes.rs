@@ -1042,7 +1042,8 @@ fn header_row(m: &GpuManifold) -> &[f32; 8] {
     &bytemuck::cast_ref::<GpuManifold, [[f32; 8]; 12]>(m)[0]
 }
 
-/// Point `k`'s core A, base separation, core B (and normal impulse).
+/// Point `k`'s core A, base separation and core B (and a stale word: its normal impulse, which
+/// lives in `ContactState::impulses` during a step).
 #[inline(always)]
 fn core_row(m: &GpuManifold, k: usize) -> &[f32; 8] {
     let at = POINTS_WORD + k * POINT_WORDS;
