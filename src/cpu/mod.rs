@@ -502,6 +502,51 @@ mod tests {
         assert!(b2 == bodies, "bodies differ");
     }
 
+    /// The grid scan is exact where cells clamp and when its items are split in runs: a cloud
+    /// of boxes straddling the cell limit (`GRID_CELL_LIMIT` cells out, where every body
+    /// beyond shares the boundary cells, and f32 positions are half a metre apart), and a rain
+    /// scanned in runs over the threads (each run with its own row cursors), both against
+    /// every pair.
+    #[test]
+    fn grid_broad_phase_is_exact_at_the_cell_limit_and_in_runs() {
+        let mut rng = crate::scenes::Lcg(5);
+        let boxes: Vec<(Vec3, Vec3)> = (0..600)
+            .map(|_| {
+                let offset = Vec3::new(rng.range(-4.0, 4.0), rng.range(-3.0, 3.0), rng.range(-4.0, 4.0));
+                (offset, Vec3::new(rng.range(0.15, 0.28), rng.range(0.15, 0.28), rng.range(0.15, 0.28)))
+            })
+            .collect();
+        let cloud = |centre: Vec3| {
+            let mut world = crate::World::new(bench_desc()).unwrap();
+            for &(offset, half) in &boxes {
+                let body = crate::RigidBodyDesc::dynamic(crate::Shape::cuboid(half)).position(centre + offset);
+                world.add_body(body).unwrap();
+            }
+            world
+        };
+        // The grid depends on the shapes only: the same at the origin as far out.
+        let cell_size = CpuSolver::new(&cloud(Vec3::ZERO)).unwrap().contacts_state.grid.cell_size;
+        let edge = contacts::GRID_CELL_LIMIT * cell_size;
+        let mut solver = CpuSolver::new(&cloud(Vec3::new(edge, 0.0, -edge))).unwrap();
+        let grid = solver.contacts_state.grid;
+        assert!(!grid.brute_force);
+        let clamped = solver.bodies.iter().filter(|b| grid.cell(b.position)[0] == contacts::GRID_CELL_LIMIT as i32);
+        assert!((100..500).contains(&clamped.count()), "some bodies in the boundary cells, some within");
+        let (grid, all) = (pairs(&mut solver, false), pairs(&mut solver, true));
+        assert!(grid.len() > 100, "{} pairs", grid.len());
+        assert_eq!(grid, all);
+
+        let mut solver = CpuSolver::new(&rain(bench_desc(), 3000, 9).unwrap()).unwrap();
+        solver.step_many(30);
+        let one_run = pairs(&mut solver, false);
+        solver.contacts_state.parallel = true;
+        let runs = pairs(&mut solver, false);
+        solver.contacts_state.parallel = false;
+        assert!(one_run.len() > 1000, "{} pairs", one_run.len());
+        assert_eq!(runs, one_run);
+        assert_eq!(runs, pairs(&mut solver, true));
+    }
+
     #[test]
     fn grid_broad_phase_finds_exactly_the_overlapping_pairs() {
         let (mixed, big) = crate::scenes::mixed_sizes(bench_desc(), 2000, 3).unwrap();
