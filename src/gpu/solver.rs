@@ -531,6 +531,14 @@ impl Solver for GpuSolver {
     fn synchronize(&mut self) -> Result<()> {
         self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Readback(e.to_string()))?;
         if let Some(clock) = self.clock.as_mut() {
+            // The work is done, but the timings' map callback may still be running on another
+            // thread that polls or submits to the same device (a shared context): wait for it,
+            // up to a second.
+            let start = std::time::Instant::now();
+            while clock.mapping() && start.elapsed() < std::time::Duration::from_secs(1) {
+                let _ = self.device.poll(wgpu::PollType::Poll);
+                std::thread::yield_now();
+            }
             clock.collect();
         }
         Ok(())

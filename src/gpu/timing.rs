@@ -144,6 +144,11 @@ impl StageClock {
         });
     }
 
+    /// Whether a map has started and its callback has not run yet.
+    pub fn mapping(&self) -> bool {
+        self.state.load(Ordering::Acquire) == MAPPING
+    }
+
     /// Takes the timings in when their map has completed (after a device poll); after a
     /// failed map, frees the buffer for the next one.
     pub fn collect(&mut self) {
