@@ -432,7 +432,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
-    println!("host: {}", host_cpu());
+    let host = host_cpu();
+    println!("host: {host}");
     if let Some(lanes) = cpu_lanes {
         println!("CPU solver: up to {lanes} SIMD lanes");
     }
@@ -503,7 +504,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adapter,
         backend,
         software_adapter: software,
-        host_cpu: host_cpu(),
+        host_cpu: host,
         scene: args.scene,
         tilt: args.tilt,
         recycle_contacts: settings.recycle_contacts,

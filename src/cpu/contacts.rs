@@ -261,6 +261,14 @@ fn set_impulses(m: &mut GpuManifold, impulses: &PointImpulses) {
     }
 }
 
+/// Runs `f` on manifold `m` with its step's `impulses` in it, then takes them back out (they
+/// live apart from the manifolds during a step: see `ContactState::impulses`).
+fn with_impulses(m: &mut GpuManifold, impulses: &mut PointImpulses, f: impl FnOnce(&mut GpuManifold)) {
+    set_impulses(m, impulses);
+    f(m);
+    *impulses = impulses_of(m);
+}
+
 /// What a color's sweep reads of a manifold besides its impulses and [`Prepared`]: its bodies,
 /// and whether it can bounce (which keeps it out of the lane sweeps).
 #[derive(Clone, Copy, Debug, Default)]
@@ -673,6 +681,11 @@ fn cell_code(x: i32, y: i32, z: i32) -> u128 {
     key(z) << 64 | key(y) << 32 | key(x)
 }
 
+/// The cell `[x, y, z]` of a [`cell_code`].
+fn code_cell(code: u128) -> [i32; 3] {
+    [0, 32, 64].map(|shift| ((code >> shift) as u32 ^ 0x8000_0000) as i32)
+}
+
 /// The cell key of large bodies, past every cell's (`GridSpec::cell` clamps coordinates to
 /// `±GRID_CELL_LIMIT`).
 const LARGE_CODE: u128 = (1 << 96) - 1;
@@ -732,7 +745,7 @@ fn grid_pairs(w: &BodyView, cs: &ContactState, k: usize, rows: &mut RowCursors, 
         let back = (extent + (extent + me.lo.abs()) * GRID_EXTENT_SLACK).min(Vec3::splat(grid.cell_size));
         let from = grid.cell(me.lo - back);
         let to = grid.cell(me.hi);
-        let own = [0, 32, 64].map(|shift| ((code >> shift) as u32 ^ 0x8000_0000) as i32);
+        let own = code_cell(code);
         let splat = |v: Vec3| [Vec4::splat(v.x), Vec4::splat(v.y), Vec4::splat(v.z)];
         let ([lo_x, lo_y, lo_z], [hi_x, hi_y, hi_z]) = (splat(me.lo), splat(me.hi));
         let last_x = to[0].min(from[0] + 3);
@@ -1544,9 +1557,7 @@ fn sweep_group(
     }
     let m = &mut run.solving[0];
     let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
-    set_impulses(m, &run.impulses[0]);
-    manifold_pass(w, m, &run.prepared[0], &mut ma, &mut mb, pass, false);
-    run.impulses[0] = impulses_of(m);
+    with_impulses(m, &mut run.impulses[0], |m| manifold_pass(w, m, &run.prepared[0], &mut ma, &mut mb, pass, false));
     out[0] = [ma.v, ma.w, mb.v, mb.w];
     1
 }
@@ -1734,9 +1745,10 @@ fn jacobi(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         let ma0 = split(a, cs.motions[a]);
         let mb0 = split(b, cs.motions[b]);
         let (mut ma, mut mb) = (ma0, mb0);
-        set_impulses(&mut cs.solving[k], &cs.impulses[k]);
-        manifold_pass(w, &mut cs.solving[k], &cs.prepared[k], &mut ma, &mut mb, pass, true);
-        cs.impulses[k] = impulses_of(&cs.solving[k]);
+        let prepared = &cs.prepared[k];
+        with_impulses(&mut cs.solving[k], &mut cs.impulses[k], |m| {
+            manifold_pass(w, m, prepared, &mut ma, &mut mb, pass, true)
+        });
         cs.deltas[i] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
     }
     // Gather: each dynamic body averages its sub-bodies (the adjacency lists every manifold).
