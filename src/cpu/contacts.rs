@@ -95,6 +95,9 @@ pub(crate) struct ContactState {
     /// across the pair-ordered array. Their impulses live in `impulses` meanwhile;
     /// [`finish_step`] writes both back.
     solving: Vec<GpuManifold>,
+    /// Per manifold in `colored` order, what the preparation reads of it (see
+    /// [`PrepareInput`]).
+    prepare_inputs: Vec<PrepareInput>,
     /// Per manifold in `colored` order, what its passes read that only positions change (see
     /// [`Prepared`]).
     prepared: Vec<Prepared>,
@@ -169,6 +172,44 @@ pub(crate) struct Prepared {
     pub(crate) points: [PreparedPoint; 4],
 }
 const _: () = assert!(size_of::<Prepared>() == 64 * 4);
+
+/// What the preparation reads of a manifold, five rows of eight words (160 bytes, where the
+/// manifold spreads them over 384): its bodies, point count, whether it keeps its contact frame
+/// (1 or 0), normal and friction; then per point its core on A, base separation, core on B
+/// and one more word, A's radius in point 0's, B's in point 1's, zero in the others. Built in
+/// `colored` order by [`color`]: the lane preparation transposes these rows whole after each
+/// position update, and reads a third of the memory it read from the manifolds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct PrepareInput {
+    pub(crate) body_a: u32,
+    pub(crate) body_b: u32,
+    pub(crate) count: f32,
+    pub(crate) frame_kept: f32,
+    pub(crate) normal: Vec3,
+    pub(crate) friction: f32,
+    pub(crate) points: [[f32; 8]; 4],
+}
+const _: () = assert!(size_of::<PrepareInput>() == 5 * 32);
+
+impl PrepareInput {
+    fn new(m: &GpuManifold) -> Self {
+        let extra = [m.radius_a, m.radius_b, 0.0, 0.0];
+        Self {
+            body_a: m.body_a,
+            body_b: m.body_b,
+            count: m.count as f32,
+            frame_kept: m.frame_kept as f32,
+            normal: m.normal,
+            friction: m.friction,
+            points: std::array::from_fn(|k| {
+                let c = &m.points[k];
+                let (a, b) = (c.core_a, c.core_b);
+                [a.x, a.y, a.z, c.base_separation, b.x, b.y, b.z, extra[k]]
+            }),
+        }
+    }
+}
 
 /// One point of [`Prepared`]: two rows of eight `f32`s.
 #[repr(C)]
@@ -1283,6 +1324,9 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     super::fill_indexed(&mut cs.solving, colored.len(), cs.parallel, PARALLEL_RUN, |k| manifolds[colored[k] as usize]);
     let solving = &cs.solving;
     super::fill_indexed(&mut cs.impulses, colored.len(), cs.parallel, PARALLEL_RUN, |k| impulses_of(&solving[k]));
+    super::fill_indexed(&mut cs.prepare_inputs, colored.len(), cs.parallel, PARALLEL_RUN, |k| {
+        PrepareInput::new(&solving[k])
+    });
     super::fill_indexed(&mut cs.heads, colored.len(), cs.parallel, PARALLEL_RUN, |k| {
         let m = &solving[k];
         SweepHead { a: m.body_a, b: m.body_b, bouncy: m.restitution > 0.0 }
@@ -1668,22 +1712,24 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         prepare_one(w, &motions[m.body_a as usize], &motions[m.body_b as usize], m, p)
     };
     // Eight or four manifolds at a time in SIMD lanes (the same bits), the rest one by one.
-    let eight = |(ms, ps): (&[GpuManifold], &mut [Prepared])| {
+    let eight = |((ms, inputs), ps): ((&[GpuManifold], &[PrepareInput]), &mut [Prepared])| {
         if ms.len() == 8 {
-            return super::lanes::prepare8(w.simd, ms, w.bodies, w.solver_bodies, motions, ps);
+            return super::lanes::prepare8(w.simd, inputs, w.bodies, w.solver_bodies, motions, ps);
         }
-        for (ms, ps) in ms.chunks(4).zip(ps.chunks_mut(4)) {
+        for ((ms, inputs), ps) in ms.chunks(4).zip(inputs.chunks(4)).zip(ps.chunks_mut(4)) {
             if ms.len() == 4 {
-                super::lanes::prepare4(ms, w.bodies, w.solver_bodies, motions, ps);
+                super::lanes::prepare4(inputs, w.bodies, w.solver_bodies, motions, ps);
             } else {
                 ms.iter().zip(ps).for_each(one);
             }
         }
     };
+    let inputs = &cs.prepare_inputs;
     if cs.parallel {
-        cs.solving.par_chunks(8).zip(cs.prepared.par_chunks_mut(8)).with_min_len(PARALLEL_RUN / 8).for_each(eight);
+        let chunks = cs.solving.par_chunks(8).zip(inputs.par_chunks(8));
+        chunks.zip(cs.prepared.par_chunks_mut(8)).with_min_len(PARALLEL_RUN / 8).for_each(eight);
     } else {
-        cs.solving.chunks(8).zip(cs.prepared.chunks_mut(8)).for_each(eight);
+        cs.solving.chunks(8).zip(inputs.chunks(8)).zip(cs.prepared.chunks_mut(8)).for_each(eight);
     }
     cs.prepared_valid = true;
 }
@@ -2551,10 +2597,18 @@ mod tests {
                     // From NaN, so that whatever the lane code fails to write shows.
                     let nan = bytemuck::cast::<[f32; 64], Prepared>([f32::NAN; 64]);
                     let mut lanes = vec![nan; width];
+                    let inputs: Vec<PrepareInput> = ms.iter().map(PrepareInput::new).collect();
                     if width == 8 {
-                        super::super::lanes::prepare8(simd, ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
+                        super::super::lanes::prepare8(
+                            simd,
+                            &inputs,
+                            w.bodies,
+                            w.solver_bodies,
+                            &cs.motions,
+                            &mut lanes,
+                        );
                     } else {
-                        super::super::lanes::prepare4(ms, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
+                        super::super::lanes::prepare4(&inputs, w.bodies, w.solver_bodies, &cs.motions, &mut lanes);
                     }
                     for (m, q) in ms.iter().zip(&lanes) {
                         let mut one = nan;

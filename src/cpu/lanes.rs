@@ -31,10 +31,8 @@ use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::contacts::{Motion, PointImpulses, PointMasses, Prepared, PreparedPoint, Soft, SweepHead};
-use crate::layout::{
-    GpuBody, GpuBodyProps, GpuManifold, GpuManifoldPoint, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams,
-};
+use super::contacts::{Motion, PointImpulses, PointMasses, PrepareInput, Prepared, PreparedPoint, Soft, SweepHead};
+use crate::layout::{GpuBody, GpuBodyProps, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams};
 use crate::math::rotate;
 use crate::world::CpuLanes;
 
@@ -1024,30 +1022,10 @@ fn solve<L: Lanes>(
     L::untranspose4([vb.z, wb.x, wb.y, wb.z], |l, row| out[l][2] = row);
 }
 
-/// Word offsets in a [`GpuManifold`]: its normal and friction (in the first row of eight
-/// words), its points, and in each point the core A, base separation and core B (eight
-/// words).
-const NORMAL_WORD: usize = offset_of!(GpuManifold, normal) / 4;
-const POINTS_WORD: usize = offset_of!(GpuManifold, points) / 4;
-const POINT_WORDS: usize = size_of::<GpuManifoldPoint>() / 4;
-const _: () = {
-    assert!(NORMAL_WORD == 4 && offset_of!(GpuManifold, friction) == 28);
-    assert!(offset_of!(GpuManifoldPoint, core_a) == 0 && offset_of!(GpuManifoldPoint, base_separation) == 12);
-    assert!(offset_of!(GpuManifoldPoint, core_b) == 16);
-};
-
-/// The first eight words of a manifold: bodies, count, color, normal, friction.
+/// A [`PrepareInput`] as five rows of eight words.
 #[inline(always)]
-fn header_row(m: &GpuManifold) -> &[f32; 8] {
-    &bytemuck::cast_ref::<GpuManifold, [[f32; 8]; 12]>(m)[0]
-}
-
-/// Point `k`'s core A, base separation and core B (and a stale word: its normal impulse, which
-/// lives in `ContactState::impulses` during a step).
-#[inline(always)]
-fn core_row(m: &GpuManifold, k: usize) -> &[f32; 8] {
-    let at = POINTS_WORD + k * POINT_WORDS;
-    bytemuck::cast_ref::<GpuManifold, [f32; 96]>(m)[at..at + 8].try_into().unwrap()
+fn input_rows(m: &PrepareInput) -> &[[f32; 8]; 5] {
+    bytemuck::cast_ref(m)
 }
 
 /// The `L::N` manifolds' prepared data, each of its 64 words in one vector, by rows of eight
@@ -1110,7 +1088,8 @@ fn point_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, c: &Point<L>, inv_mass_
     PointBias { bias, mass_scale, impulse_scale, compliance: impulse_scale * c.k[0] * inv_mass_scale }
 }
 
-/// `prepare`'s work for `L::N` manifolds at once, one per lane: each point's lever arms and
+/// `prepare`'s work for `L::N` manifolds at once, one per lane, from what it reads of them
+/// (`ms`, five rows of eight words each, transposed whole): each point's lever arms and
 /// separation (`geometry`) at the bodies' current poses and its effective masses
 /// (`effective_masses`) with `motions`' inverse masses and inertia, and the manifold's own
 /// words (tangent basis, normal, friction, count), written to `out` as whole rows for all
@@ -1119,7 +1098,7 @@ fn point_bias<L: Lanes>(p: &StepParams, soft: &Softs<L>, c: &Point<L>, inv_mass_
 /// one-manifold code, so the same bits.
 #[inline(always)]
 fn prepare<L: Lanes>(
-    ms: &[GpuManifold],
+    ms: &[PrepareInput],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
     motions: &[Motion],
@@ -1129,9 +1108,9 @@ fn prepare<L: Lanes>(
     let (a, b) = (|l: usize| ms[l].body_a as usize, |l: usize| ms[l].body_b as usize);
     let ma = Motions::<L>::gather(|l| &motions[a(l)]);
     let mb = Motions::<L>::gather(|l| &motions[b(l)]);
-    let header = L::transpose8(|l| header_row(&ms[l]));
+    let header = L::transpose8(|l| &input_rows(&ms[l])[0]);
     let (n, friction) = (V3 { x: header[4], y: header[5], z: header[6] }, header[7]);
-    let count = L::from_fn(|l| ms[l].count as f32);
+    let (count, kept) = (header[2], header[3].ne(L::splat(0.0)));
     let (t1, t2) = tangent_basis_lanes(n);
     // The bodies' motion since the step began and their positions, as rows of eight words.
     let (sa, sb) = (
@@ -1145,13 +1124,17 @@ fn prepare<L: Lanes>(
     let (da, db) = (V3 { x: sa[0], y: sa[1], z: sa[2] }, V3 { x: sb[0], y: sb[1], z: sb[2] });
     let (pa, pb) = (L::transpose8(|l| pose_row(&bodies[a(l)])), L::transpose8(|l| pose_row(&bodies[b(l)])));
     let offset = V3 { x: pb[0], y: pb[1], z: pb[2] }.sub(V3 { x: pa[0], y: pa[1], z: pa[2] });
-    let (radius_a, radius_b) = (L::from_fn(|l| ms[l].radius_a), L::from_fn(|l| ms[l].radius_b));
-    let kept = L::from_fn(|l| ms[l].frame_kept as f32).ne(L::splat(0.0));
+    // The radii ride in the first two points' last words.
+    let first = [L::transpose8(|l| &ms[l].points[0]), L::transpose8(|l| &ms[l].points[1])];
+    let (radius_a, radius_b) = (first[0][7], first[1][7]);
     let (inv_mass, one) = (ma.inv_mass + mb.inv_mass, L::splat(1.0));
     let (t11, t12, t22) = (t1.dot(t1) * inv_mass, t1.dot(t2) * inv_mass, t2.dot(t2) * inv_mass);
     // Every point, whatever each lane's count, as two whole rows of `PreparedPoint`.
     for k in 0..4 {
-        let c = L::transpose8(|l| core_row(&ms[l], k));
+        let c = match first.get(k) {
+            Some(&c) => c,
+            None => L::transpose8(|l| &ms[l].points[k]),
+        };
         let (core_a, base, core_b) = (V3 { x: c[0], y: c[1], z: c[2] }, c[3], V3 { x: c[4], y: c[5], z: c[6] });
         let (ca, cb) = (qa.rotate(core_a), qb.rotate(core_b));
         let separation = base + n.dot(db.add(cb).sub(da.add(ca)));
@@ -1491,12 +1474,12 @@ fn solve8_avx(
     solve::<avx::F8>(p, heads, impulses, prepared, motions, softs, use_bias, out);
 }
 
-/// `prepare`'s work for four manifolds (`ms`), one per lane: each point's lever arms and
-/// separation (`geometry`) at the bodies' current poses and its effective masses
+/// `prepare`'s work for four manifolds (what it reads of them, `ms`), one per lane: each
+/// point's lever arms and separation (`geometry`) at the bodies' current poses and its effective masses
 /// (`effective_masses`) with `motions`' inverse masses and inertia, and the manifold's own
 /// words, written to `out` (see [`prepare`]); the same bits as the one-manifold code.
 pub(super) fn prepare4(
-    ms: &[GpuManifold],
+    ms: &[PrepareInput],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
     motions: &[Motion],
@@ -1510,7 +1493,7 @@ pub(super) fn prepare4(
 /// a time; the same bits either way.
 pub(super) fn prepare8(
     simd: Simd,
-    ms: &[GpuManifold],
+    ms: &[PrepareInput],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
     motions: &[Motion],
@@ -1541,7 +1524,7 @@ pub(super) fn prepare8(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,avx512f,avx512vl")]
 fn prepare8_avx512(
-    ms: &[GpuManifold],
+    ms: &[PrepareInput],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
     motions: &[Motion],
@@ -1553,7 +1536,7 @@ fn prepare8_avx512(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
 fn prepare8_avx(
-    ms: &[GpuManifold],
+    ms: &[PrepareInput],
     bodies: &[GpuBody],
     solver_bodies: &[GpuSolverBody],
     motions: &[Motion],
