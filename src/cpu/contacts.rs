@@ -108,6 +108,10 @@ pub(crate) struct ContactState {
     impulses: Vec<PointImpulses>,
     /// Per manifold in `colored` order, its [`SweepHead`].
     heads: Vec<SweepHead>,
+    /// Per manifold in `colored` order, what the warm start adds to its bodies (see
+    /// [`WarmPoint`]), when the warm start is split over threads: computed in lanes, then
+    /// gathered by each body.
+    warm: Vec<[WarmPoint; 4]>,
     /// Per manifold (pair order), its place in `solving`.
     slots: Vec<u32>,
     /// Per body, the world inverse inertia at the current orientation (zero when not dynamic):
@@ -245,6 +249,11 @@ impl Prepared {
         Vec3::from_array(self.points[1].manifold)
     }
 
+    /// The normal.
+    pub(crate) fn normal(&self) -> Vec3 {
+        Vec3::from_array(self.points[2].manifold)
+    }
+
     /// Each point's lever arms and separation.
     pub(crate) fn geo(&self) -> [Geometry; 4] {
         self.points.map(|p| p.geo)
@@ -289,6 +298,46 @@ pub(crate) fn point_masses([k_n, k11, k12, k22]: [f32; 4]) -> PointMasses {
 /// A manifold's accumulated impulses, per point: normal, first tangent, second tangent and the
 /// largest normal impulse of the step (the four impulse words of [`GpuManifoldPoint`]).
 pub(crate) type PointImpulses = [[f32; 4]; 4];
+
+/// What the warm start adds to a manifold's bodies for one of its points: the point's
+/// accumulated impulse `j` on B (its opposite on A), and the changes of A's and B's angular
+/// velocities, `I_a (r_a x -j)` and `I_b (r_b x j)`, as [`Motion::apply`] computes them; nine
+/// words and three unused, as a row of eight and one of four (what the lane code writes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct WarmPoint {
+    /// `j`, A's change of angular velocity, and x and y of B's.
+    pub(crate) head: [f32; 8],
+    /// z of B's change of angular velocity, then three unused words.
+    pub(crate) tail: [f32; 4],
+}
+
+impl WarmPoint {
+    /// A point's terms from its accumulated `impulses`, its manifold's tangents and normal and
+    /// its lever arms (`q`), and its bodies' inverse inertia.
+    fn new(impulses: &[f32; 4], q: &Prepared, k: usize, ma: &Motion, mb: &Motion) -> Self {
+        let [normal, t1, t2, _] = *impulses;
+        let j = normal * q.normal() + t1 * q.t1() + t2 * q.t2();
+        let g = &q.points[k].geo;
+        let (wa, wb) = (ma.inv_inertia * g.ra.cross(-j), mb.inv_inertia * g.rb.cross(j));
+        Self { head: [j.x, j.y, j.z, wa.x, wa.y, wa.z, wb.x, wb.y], tail: [wb.z, 0.0, 0.0, 0.0] }
+    }
+
+    /// The impulse on B.
+    fn impulse(&self) -> Vec3 {
+        Vec3::new(self.head[0], self.head[1], self.head[2])
+    }
+
+    /// A's change of angular velocity.
+    fn turn_a(&self) -> Vec3 {
+        Vec3::new(self.head[3], self.head[4], self.head[5])
+    }
+
+    /// B's change of angular velocity.
+    fn turn_b(&self) -> Vec3 {
+        Vec3::new(self.head[6], self.head[7], self.tail[0])
+    }
+}
 
 /// Manifold `m`'s [`PointImpulses`].
 fn impulses_of(m: &GpuManifold) -> PointImpulses {
@@ -357,6 +406,14 @@ impl Motion {
     pub(crate) fn apply(&mut self, r: Vec3, impulse: Vec3) {
         self.v += self.inv_mass * impulse;
         self.w += self.inv_inertia * r.cross(impulse);
+    }
+
+    /// [`Motion::apply`] with its angular change computed beforehand (`turn`, see
+    /// [`WarmPoint`]): the same additions.
+    #[inline]
+    fn apply_turn(&mut self, impulse: Vec3, turn: Vec3) {
+        self.v += self.inv_mass * impulse;
+        self.w += turn;
     }
 
     /// `impulse` applied at `count` points at once, `levers` the sum of their lever arms: what
@@ -1458,7 +1515,7 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         impulse_scale: p.contact_impulse_scale,
     };
     if matches!(pass, Pass::WarmStart) {
-        warm_start_bodies(cs);
+        warm_start_bodies(cs, w.simd);
     } else {
         for c in 0..colors {
             let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
@@ -1625,9 +1682,10 @@ fn load_motions(w: &BodyView, cs: &mut ContactState) {
 /// impulses do on its pair, from the velocities before any warm start (as if applied alone);
 /// then each dynamic body adds the impulses of its manifolds, in ascending order, point by
 /// point (on worker threads, a gather per body; on one thread, a walk over the manifolds that
-/// makes the same additions in the same order). Twin of `warm_start_work` and
+/// makes the same additions in the same order), each point's impulse and its change of each
+/// body's angular velocity computed beforehand in lanes ([`WarmPoint`]). Twin of `warm_start_work` and
 /// `warm_start_gather` in shaders/solve_contacts.wgsl.
-fn warm_start_bodies(cs: &mut ContactState) {
+fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
     let impulse = |m: &GpuManifold, i: &PointImpulses, q: &Prepared, k: usize| {
         let [normal, t1, t2, _] = i[k];
         normal * m.normal + t1 * q.t1() + t2 * q.t2()
@@ -1651,45 +1709,81 @@ fn warm_start_bodies(cs: &mut ContactState) {
     if !cs.parallel {
         // Through the manifolds in pair order, each point applied to both bodies: every body
         // gets the additions of the gather below in the same order, with one visit per point.
-        // The bodies, count and normal come from the pair-ordered `manifolds` (the same as
-        // `solving`'s), read in order.
-        for (m, &k) in cs.manifolds.iter().zip(&cs.slots) {
-            let (i, q) = (&cs.impulses[k as usize], &cs.prepared[k as usize]);
-            let (a, b) = (m.body_a as usize, m.body_b as usize);
-            for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
-                let j = impulse(m, i, q, p);
-                if cs.dynamic[a] {
-                    cs.motions[a].apply(g.ra, -j);
-                }
-                if cs.dynamic[b] {
-                    cs.motions[b].apply(g.rb, j);
+        // Each point's impulse and its angular effect on each body (which depend on no
+        // velocity) come first, sixteen manifolds at a time in lanes. The bodies and count come
+        // from the pair-ordered `manifolds`, read in order.
+        let mut terms = [[WarmPoint::default(); 4]; 16];
+        let mut k = 0;
+        while k < cs.manifolds.len() {
+            let n = warm_terms(simd, &cs.slots[k..], cs, &mut terms);
+            for (m, t) in cs.manifolds[k..k + n].iter().zip(&terms) {
+                let (a, b) = (m.body_a as usize, m.body_b as usize);
+                for t in &t[..m.count as usize] {
+                    let j = t.impulse();
+                    if cs.dynamic[a] {
+                        cs.motions[a].apply_turn(-j, t.turn_a());
+                    }
+                    if cs.dynamic[b] {
+                        cs.motions[b].apply_turn(j, t.turn_b());
+                    }
                 }
             }
+            k += n;
         }
         return;
     }
-    // Each dynamic body adds the impulses of its manifolds (the coloring's adjacency, in pair
-    // order), point by point, as the GPU's gather does.
-    let (manifolds, impulses, prepared, slots, dynamic, coloring) =
-        (&cs.manifolds, &cs.impulses, &cs.prepared, &cs.slots, &cs.dynamic, &cs.coloring);
+    // Each manifold's terms in `colored` order (split over threads), then each dynamic body
+    // adds the impulses of its manifolds (the coloring's adjacency, in pair order), point by
+    // point, as the GPU's gather does.
+    let mut warm = std::mem::take(&mut cs.warm);
+    warm.resize(cs.heads.len(), [WarmPoint::default(); 4]);
+    let state = &*cs;
+    warm.par_chunks_mut(4 * PARALLEL_RUN).enumerate().for_each(|(c, out)| {
+        let base = c * 4 * PARALLEL_RUN;
+        let mut k = 0;
+        while k < out.len() {
+            let slots: [u32; 16] = std::array::from_fn(|l| (base + k + l) as u32);
+            k += warm_terms(simd, &slots[..16.min(out.len() - k)], state, &mut out[k..]);
+        }
+    });
+    cs.warm = warm;
+    let (manifolds, warm, slots, dynamic, coloring) = (&cs.manifolds, &cs.warm, &cs.slots, &cs.dynamic, &cs.coloring);
     cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
         if !dynamic[i] {
             return;
         }
         for &k in coloring.constraints_of(i) {
-            let slot = slots[k as usize] as usize;
-            let (m, q) = (&manifolds[k as usize], &prepared[slot]);
+            let m = &manifolds[k as usize];
             let a_side = m.body_a as usize == i;
-            for (p, g) in q.points.iter().map(|p| &p.geo).enumerate().take(m.count as usize) {
-                let j = impulse(m, &impulses[slot], q, p);
+            for t in &warm[slots[k as usize] as usize][..m.count as usize] {
                 if a_side {
-                    motion.apply(g.ra, -j);
+                    motion.apply_turn(-t.impulse(), t.turn_a());
                 } else {
-                    motion.apply(g.rb, j);
+                    motion.apply_turn(t.impulse(), t.turn_b());
                 }
             }
         }
     });
+}
+
+/// The warm start's terms ([`WarmPoint`]) of the first sixteen, eight or four manifolds at
+/// `slots` (in `colored` order) in lanes (the same bits), else of the first one alone, written
+/// to `out` in the order of `slots`. Returns how many manifolds it took.
+fn warm_terms(simd: Simd, slots: &[u32], cs: &ContactState, out: &mut [[WarmPoint; 4]]) -> usize {
+    let (heads, impulses, prepared, motions) = (&cs.heads, &cs.impulses, &cs.prepared, &cs.motions);
+    let n = [16, 8, 4].into_iter().find(|&n| n <= slots.len()).unwrap_or(1);
+    let at = &slots[..n];
+    match n {
+        16 => super::lanes::warm_terms16(simd, at, heads, impulses, prepared, motions, out),
+        8 => super::lanes::warm_terms8(simd, at, heads, impulses, prepared, motions, out),
+        4 => super::lanes::warm_terms4(at, heads, impulses, prepared, motions, out),
+        _ => {
+            let k = at[0] as usize;
+            let (ma, mb) = (&motions[heads[k].a as usize], &motions[heads[k].b as usize]);
+            out[0] = std::array::from_fn(|p| WarmPoint::new(&impulses[k][p], &prepared[k], p, ma, mb));
+        }
+    }
+    n
 }
 
 /// Fills the per-body inertia and per-manifold [`Prepared`] caches for the current positions,
@@ -2545,7 +2639,34 @@ mod tests {
             bouncing += usize::from(m.restitution > 0.0 && work != m.absorbed);
             absorbed.push(work);
         }
-        warm_start_bodies(&mut cs);
+        // Bit for bit, the additions in pair order of each point's impulse through
+        // `Motion::apply`, on one thread and on several (the lanes compute the terms).
+        let mut exact = cs.motions.clone();
+        for (m, &k) in cs.manifolds.iter().zip(&cs.slots) {
+            let (i, q) = (&cs.impulses[k as usize], &cs.prepared[k as usize]);
+            let (a, b) = (m.body_a as usize, m.body_b as usize);
+            for (p, g) in q.geo().iter().enumerate().take(m.count as usize) {
+                let [normal, t1, t2, _] = i[p];
+                let j = normal * m.normal + t1 * q.t1() + t2 * q.t2();
+                if cs.dynamic[a] {
+                    exact[a].apply(g.ra, -j);
+                }
+                if cs.dynamic[b] {
+                    exact[b].apply(g.rb, j);
+                }
+            }
+        }
+        let (before, solving) = (cs.motions.clone(), cs.solving.clone());
+        let lanes = [crate::CpuLanes::Sixteen, crate::CpuLanes::Four, crate::CpuLanes::Eight, crate::CpuLanes::Sixteen];
+        for (run, lanes) in lanes.into_iter().enumerate() {
+            let parallel = run == 0;
+            (cs.motions, cs.solving, cs.parallel) = (before.clone(), solving.clone(), parallel);
+            warm_start_bodies(&mut cs, Simd::new(lanes));
+            for (i, (x, y)) in exact.iter().zip(&cs.motions).enumerate() {
+                let bits = |m: &Motion| [m.v, m.w].map(|v| v.to_array().map(f32::to_bits));
+                assert_eq!(bits(x), bits(y), "body {i}, parallel {parallel}, {lanes:?}");
+            }
+        }
         let scale = reference.iter().map(|m| m.v.length().max(m.w.length())).fold(1.0_f32, f32::max);
         for (i, (x, y)) in reference.iter().zip(&cs.motions).enumerate().filter(|(i, _)| cs.dynamic[*i]) {
             let diff = (x.v - y.v).length().max((x.w - y.w).length());

@@ -5,7 +5,8 @@
 //! `SolverSettings::cpu_lanes` may cap; the same code, [`Lanes`] over each width). The
 //! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
 //! dynamic body, so the lanes are independent; the preparation ([`prepare4`],
-//! [`prepare8`]) takes any, since it only reads the bodies; so do the velocity integration
+//! [`prepare8`]) takes any, since it only reads the bodies; so do the warm start's terms
+//! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the velocity integration
 //! ([`integrate4`], [`integrate8`]) and a polytope's world points and planes
 //! ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
@@ -22,16 +23,20 @@
 //! in both.)
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
-//! substep), and the preparation of lever arms, separations and effective masses after each
-//! position update; manifolds that can bounce, the warm start, restitution and the Jacobi
-//! overflow keep the manifold-at-a-time code.
+//! substep), the preparation of lever arms, separations and effective masses after each
+//! position update, and the warm start's impulses and angular changes (whose additions to the
+//! velocities stay one at a time, in the order of the GPU's gather); manifolds that can
+//! bounce, the work the warm start does on them, restitution and the Jacobi overflow keep the
+//! manifold-at-a-time code.
 
 use std::mem::offset_of;
 use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::contacts::{Motion, PointImpulses, PointMasses, PrepareInput, Prepared, PreparedPoint, Soft, SweepHead};
+use super::contacts::{
+    Motion, PointImpulses, PointMasses, PrepareInput, Prepared, PreparedPoint, Soft, SweepHead, WarmPoint,
+};
 use crate::layout::{GpuBody, GpuBodyProps, GpuSolverBody, KIND_DYNAMIC, KIND_STATIC, StepParams};
 use crate::math::rotate;
 use crate::world::CpuLanes;
@@ -186,8 +191,8 @@ mod avx {
 
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
     // functions compiled with AVX enabled (`solve8_avx`, `prepare8_avx`, `prepare8_avx512`,
-    // `integrate8_avx`, `integrate_positions8_avx`, `world_avx`, and through `F16`'s halves
-    // `solve16_avx512`), into which these `#[inline(always)]` methods are inlined, and those
+    // `warm_terms8_avx`, `integrate8_avx`, `integrate_positions8_avx`, `world_avx`, and through
+    // `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into which these `#[inline(always)]` methods are inlined, and those
     // run only where a `Simd` says so, which `Simd::new` makes only after
     // `is_x86_feature_detected!` said the processor has the features (debug builds check AVX
     // again where an `F8` is made). None of the intrinsics
@@ -420,7 +425,8 @@ mod avx512 {
     use super::avx::F8;
 
     // SAFETY (every `unsafe` block of this module): `F16` is only made and used inside
-    // `#[target_feature(enable = "avx512f")]` functions (`solve16_avx512`), into which these
+    // `#[target_feature(enable = "avx512f")]` functions (`solve16_avx512`,
+    // `warm_terms16_avx512`), into which these
     // `#[inline(always)]` methods are inlined, and those run only after
     // `is_x86_feature_detected!("avx512f")` said the processor has AVX-512F (which implies
     // AVX). None of the intrinsics reads or writes memory through a pointer except the
@@ -1472,6 +1478,133 @@ fn solve8_avx(
     out: &mut [[Vec3; 4]],
 ) {
     solve::<avx::F8>(p, heads, impulses, prepared, motions, softs, use_bias, out);
+}
+
+/// The warm start's terms ([`WarmPoint`]) of the `L::N` manifolds at `slots` in `colored`
+/// order (their `heads`, `impulses` and `prepared` data), between bodies with `motions'`
+/// inverse inertia, for all four points (those a manifold lacks are never read), to `out` in
+/// the order of `slots`: the arithmetic of `WarmPoint::new` in each lane, so the same bits.
+#[inline(always)]
+fn warm_terms<L: Lanes>(
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    let (slots, out) = (&slots[..L::N], &mut out[..L::N]);
+    let slot = |l: usize| slots[l] as usize;
+    let ma = Motions::<L>::gather(|l| &motions[heads[slot(l)].a as usize]);
+    let mb = Motions::<L>::gather(|l| &motions[heads[slot(l)].b as usize]);
+    let rows = |l: usize| bytemuck::cast_ref::<Prepared, [[f32; 8]; 8]>(&prepared[slot(l)]);
+    // Point 3's masses row (its last) holds nothing read here.
+    let q = PreparedLanes([
+        L::transpose8(|l| &rows(l)[0]),
+        L::transpose8(|l| &rows(l)[1]),
+        L::transpose8(|l| &rows(l)[2]),
+        L::transpose8(|l| &rows(l)[3]),
+        L::transpose8(|l| &rows(l)[4]),
+        L::transpose8(|l| &rows(l)[5]),
+        L::transpose8(|l| &rows(l)[6]),
+        [L::splat(0.0); 8],
+    ]);
+    let (t1, t2) = (V3 { x: q[13], y: q[14], z: q[15] }, V3 { x: q[29], y: q[30], z: q[31] });
+    let n = V3 { x: q[45], y: q[46], z: q[47] };
+    let zero = L::splat(0.0);
+    for k in 0..4 {
+        let [normal, j1, j2, _] = L::transpose4(|l| &impulses[slot(l)][k]);
+        let j = n.scale(normal).add(t1.scale(j1)).add(t2.scale(j2));
+        let g = 16 * k;
+        let (ra, rb) = (V3 { x: q[g], y: q[g + 1], z: q[g + 2] }, V3 { x: q[g + 3], y: q[g + 4], z: q[g + 5] });
+        let (wa, wb) = (ma.inv_inertia.mul(ra.cross(j.neg())), mb.inv_inertia.mul(rb.cross(j)));
+        L::untranspose8([j.x, j.y, j.z, wa.x, wa.y, wa.z, wb.x, wb.y], |l, row| out[l][k].head = row);
+        L::untranspose4([wb.z, zero, zero, zero], |l, row| out[l][k].tail = row);
+    }
+}
+
+/// [`warm_terms`] of four manifolds.
+pub(super) fn warm_terms4(
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    warm_terms::<Vec4>(slots, heads, impulses, prepared, motions, out);
+}
+
+/// [`warm_terms4`] of eight manifolds: in the eight lanes of an AVX register where `simd`
+/// allows, else four at a time; the same bits either way.
+pub(super) fn warm_terms8(
+    simd: Simd,
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
+    #[cfg(target_arch = "x86_64")]
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
+        unsafe { warm_terms8_avx(slots, heads, impulses, prepared, motions, out) };
+        return;
+    }
+    let out = out.split_at_mut(4);
+    warm_terms4(&slots[..4], heads, impulses, prepared, motions, out.0);
+    warm_terms4(&slots[4..8], heads, impulses, prepared, motions, &mut out.1[..4]);
+}
+
+/// [`warm_terms8`] of sixteen manifolds: in one AVX-512 register where `simd` allows, else
+/// eight at a time; the same bits either way.
+pub(super) fn warm_terms16(
+    simd: Simd,
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd.sixteen {
+        // SAFETY: the processor has AVX-512F (`Simd::new`).
+        unsafe { warm_terms16_avx512(slots, heads, impulses, prepared, motions, out) };
+        return;
+    }
+    let out = out.split_at_mut(8);
+    warm_terms8(simd, &slots[..8], heads, impulses, prepared, motions, out.0);
+    warm_terms8(simd, &slots[8..16], heads, impulses, prepared, motions, &mut out.1[..8]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn warm_terms16_avx512(
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    warm_terms::<avx512::F16>(slots, heads, impulses, prepared, motions, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn warm_terms8_avx(
+    slots: &[u32],
+    heads: &[SweepHead],
+    impulses: &[PointImpulses],
+    prepared: &[Prepared],
+    motions: &[Motion],
+    out: &mut [[WarmPoint; 4]],
+) {
+    warm_terms::<avx::F8>(slots, heads, impulses, prepared, motions, out);
 }
 
 /// `prepare`'s work for four manifolds (what it reads of them, `ms`), one per lane: each
