@@ -1396,21 +1396,22 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
 }
 
 /// Writes the solved manifolds (impulses, work) back in pair order, where the next step's warm
-/// start, the statistics and the readers find them. Ends a step's manifold passes.
+/// start, the statistics and the readers find them. Ends a step's manifold passes. A manifold
+/// that cannot bounce changed only its impulses during the step (its work and restitution
+/// impulses are only written where restitution is above zero): only they go back, from their
+/// array, and the rest of `solving`'s copy is left unread.
 pub(crate) fn finish_step(cs: &mut ContactState) {
-    if cs.parallel {
-        // Gathered through each manifold's place in `solving`.
-        let (solving, impulses, slots) = (&cs.solving, &cs.impulses, &cs.slots);
-        cs.manifolds.par_iter_mut().zip(slots).with_min_len(PARALLEL_RUN).for_each(|(m, &k)| {
+    let (solving, impulses) = (&cs.solving, &cs.impulses);
+    let back = |(m, &k): (&mut GpuManifold, &u32)| {
+        if m.restitution > 0.0 {
             *m = solving[k as usize];
-            set_impulses(m, &impulses[k as usize]);
-        });
-        return;
-    }
-    for ((m, i), &k) in cs.solving.iter().zip(&cs.impulses).zip(&cs.colored) {
-        let out = &mut cs.manifolds[k as usize];
-        *out = *m;
-        set_impulses(out, i);
+        }
+        set_impulses(m, &impulses[k as usize]);
+    };
+    if cs.parallel {
+        cs.manifolds.par_iter_mut().zip(&cs.slots).with_min_len(PARALLEL_RUN).for_each(back);
+    } else {
+        cs.manifolds.iter_mut().zip(&cs.slots).for_each(back);
     }
 }
 
