@@ -2679,6 +2679,40 @@ mod tests {
         assert!(bouncing >= 5, "{bouncing} bouncing manifolds did work");
     }
 
+    /// After a step, each manifold in pair order is its `solving` copy with the step's impulses,
+    /// byte for byte, bouncy or not, colored or in the overflow: `finish_step` writes back only the impulses of manifolds
+    /// that cannot bounce, so no pass may change anything else of theirs.
+    #[test]
+    fn finish_step_gives_back_every_changed_word() {
+        use crate::prelude::*;
+        use crate::solver::Solver;
+        // One color, so that many manifolds go to the Jacobi overflow.
+        let mut desc = crate::scenes::bench_desc();
+        desc.solver.max_colors = 1;
+        let mut world = World::new(desc).unwrap();
+        let side = crate::scenes::add_container(&mut world, 300).unwrap();
+        for i in 0..300 {
+            let e = if i % 5 == 0 { 0.6 } else { 0.0 };
+            let shape = Shape::cuboid(Vec3::new(0.2, 0.25, 0.15));
+            let body = RigidBodyDesc::dynamic(shape).position(crate::scenes::rain_cell(i, side)).restitution(e);
+            world.add_body(body).unwrap();
+        }
+        let mut solver = crate::cpu::CpuSolver::new(&world).unwrap();
+        let (mut bouncy, mut overflow) = (0, 0);
+        for _ in 0..40 {
+            solver.step();
+            let cs = &solver.contacts_state;
+            for (i, (m, &k)) in cs.manifolds.iter().zip(&cs.slots).enumerate() {
+                let mut whole = cs.solving[k as usize];
+                set_impulses(&mut whole, &cs.impulses[k as usize]);
+                assert_eq!(bytemuck::bytes_of(m), bytemuck::bytes_of(&whole), "manifold {i}");
+                bouncy += usize::from(m.restitution > 0.0 && m.absorbed != 0.0);
+                overflow += usize::from(k >= cs.color_offsets[1]);
+            }
+        }
+        assert!(bouncy > 100 && overflow > 100, "{bouncy} bouncing manifolds did work, {overflow} in the overflow");
+    }
+
     /// The preparation in four and in eight lanes (in an AVX register where the processor has
     /// AVX) gives each manifold the lever arms, separations, effective masses and tangent basis
     /// of the one-at-a-time code, bit for bit, mid-step (the bodies moved since the step
