@@ -93,7 +93,8 @@ pub(crate) struct ContactState {
     /// This step's manifolds in `colored` order, from the coloring to the end of the step: the
     /// passes visit them in this order, so they stream through memory instead of hopping
     /// across the pair-ordered array. Their impulses live in `impulses` meanwhile;
-    /// [`finish_step`] writes both back.
+    /// [`finish_step`] writes the impulses back, and the whole manifold where it can bounce
+    /// (nothing else of the others changes).
     solving: Vec<GpuManifold>,
     /// Per manifold in `colored` order, what the preparation reads of it (see
     /// [`PrepareInput`]).
@@ -182,7 +183,7 @@ const _: () = assert!(size_of::<Prepared>() == 64 * 4);
 /// (1 or 0), normal and friction; then per point its core on A, base separation, core on B
 /// and one more word, A's radius in point 0's, B's in point 1's, zero in the others. Built in
 /// `colored` order by [`color`]: the lane preparation transposes these rows whole after each
-/// position update, and reads a third of the memory it read from the manifolds.
+/// position update, and reads less than half the memory it read from the manifolds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct PrepareInput {
@@ -2680,8 +2681,9 @@ mod tests {
     }
 
     /// After a step, each manifold in pair order is its `solving` copy with the step's impulses,
-    /// byte for byte, bouncy or not, colored or in the overflow: `finish_step` writes back only the impulses of manifolds
-    /// that cannot bounce, so no pass may change anything else of theirs.
+    /// byte for byte, bouncy or not, colored or in the overflow: `finish_step` writes back only
+    /// the impulses of manifolds that cannot bounce, so no pass may change anything else of
+    /// theirs.
     #[test]
     fn finish_step_gives_back_every_changed_word() {
         use crate::prelude::*;
@@ -2747,6 +2749,11 @@ mod tests {
                 out.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
             };
             assert!(cs.solving.iter().any(|m| w.solver_bodies[m.body_b as usize].delta_position != Vec3::ZERO));
+            // The coloring's inputs are those of `solving`, in its order.
+            for (k, (input, m)) in cs.prepare_inputs.iter().zip(&cs.solving).enumerate() {
+                assert_eq!(bytemuck::bytes_of(input), bytemuck::bytes_of(&PrepareInput::new(m)), "manifold {k}");
+            }
+            assert_eq!(cs.prepare_inputs.len(), cs.solving.len());
             // Eight lanes with AVX-512's registers where the processor has them, and without.
             for (width, simd) in [(4, widest), (8, Simd::new(crate::CpuLanes::Eight)), (8, widest)] {
                 for ms in cs.solving.chunks_exact(width) {

@@ -1,6 +1,7 @@
 //! Several manifolds (or bodies, or points) at once, one in each lane of a SIMD vector: four in
 //! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), eight in an AVX
-//! register where the processor has AVX, and for the sweeps sixteen in an AVX-512 register
+//! register where the processor has AVX, and for the sweeps and the warm start's terms sixteen
+//! in an AVX-512 register
 //! where it has AVX-512F (checked at run time by [`Simd::new`], which the solver's
 //! `SolverSettings::cpu_lanes` may cap; the same code, [`Lanes`] over each width). The
 //! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
@@ -16,8 +17,9 @@
 //! One difference is not arithmetic: where the one-manifold sweep skips a point a manifold
 //! lacks in its normal and friction loops, or a coarse correction of zero, the lanes apply a
 //! zero impulse. Adding zero changes nothing as long as the lever arms read for the missing
-//! points are finite (the lane preparation computes them from the manifold's unused point
-//! slots, which are zeros; the one-manifold preparation leaves last use's values or zeros) and
+//! points are finite (the lane preparation computes them from the unused point slots of the
+//! manifold's `PrepareInput`, which are zeros; the one-manifold preparation leaves last use's
+//! values or zeros) and
 //! no velocity component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the lane tests compare the
 //! two on settling piles. (The coarse correction's sum of lever arms leaves missing points out
 //! in both.)
@@ -192,8 +194,9 @@ mod avx {
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
     // functions compiled with AVX enabled (`solve8_avx`, `prepare8_avx`, `prepare8_avx512`,
     // `warm_terms8_avx`, `integrate8_avx`, `integrate_positions8_avx`, `world_avx`, and through
-    // `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into which these `#[inline(always)]` methods are inlined, and those
-    // run only where a `Simd` says so, which `Simd::new` makes only after
+    // `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into which these
+    // `#[inline(always)]` methods are inlined, and those run only where a `Simd` says so,
+    // which `Simd::new` makes only after
     // `is_x86_feature_detected!` said the processor has the features (debug builds check AVX
     // again where an `F8` is made). None of the intrinsics
     // reads or writes memory through a pointer except the loads and stores, which are
@@ -1785,10 +1788,11 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
 /// compiled for AVX and AVX-512 run only where those instructions exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Simd {
-    /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`integrate8`],
-    /// [`integrate_positions8`], [`polytope_world`]), else four at a time.
+    /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`warm_terms8`],
+    /// [`integrate8`], [`integrate_positions8`], [`polytope_world`]), else four at a time.
     eight: bool,
-    /// Sixteen lanes in one AVX-512 register ([`solve16`]), else eight at a time.
+    /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`]), else eight at a
+    /// time.
     sixteen: bool,
     /// The eight-lane preparation with AVX-512's 32 registers (AVX-512F and AVX-512VL).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
