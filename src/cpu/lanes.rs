@@ -7,7 +7,8 @@
 //! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
 //! dynamic body, so the lanes are independent; the preparation ([`prepare4`],
 //! [`prepare8`]) takes any, since it only reads the bodies; so do the warm start's terms
-//! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the velocity integration
+//! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the bodies' world inverse inertia
+//! ([`world_inertia4`], [`world_inertia8`]), the velocity integration
 //! ([`integrate4`], [`integrate8`]) and a polytope's world points and planes
 //! ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
@@ -34,7 +35,7 @@
 use std::mem::offset_of;
 use std::ops::{Add, BitAnd, BitOr, Div, Index, Mul, Neg, Not, Sub};
 
-use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
+use glam::{BVec4A, Mat3, Mat4, Quat, Vec3, Vec4};
 
 use super::contacts::{
     Motion, PointImpulses, PointMasses, PrepareInput, Prepared, PreparedPoint, Soft, SweepHead, WarmPoint,
@@ -193,7 +194,8 @@ mod avx {
 
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
     // functions compiled with AVX enabled (`solve8_avx`, `prepare8_avx`, `prepare8_avx512`,
-    // `warm_terms8_avx`, `integrate8_avx`, `integrate_positions8_avx`, `world_avx`, and through
+    // `warm_terms8_avx`, `world_inertia8_avx`, `integrate8_avx`, `integrate_positions8_avx`,
+    // `world_avx`, and through
     // `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into which these
     // `#[inline(always)]` methods are inlined, and those run only where a `Simd` says so,
     // which `Simd::new` makes only after
@@ -1681,6 +1683,64 @@ fn prepare8_avx(
     prepare::<avx::F8>(ms, bodies, solver_bodies, motions, out);
 }
 
+/// The world inverse inertia of `L::N` bodies, `crate::math::world_inverse_inertia` of each
+/// dynamic one's orientation and principal inverse inertia (zero for the others), in each lane
+/// with the same arithmetic in the same order: the same bits.
+#[inline(always)]
+fn world_inertia<L: Lanes>(bodies: &[GpuBody], props: &[GpuBodyProps], out: &mut [Mat3]) {
+    let (bodies, props, out) = (&bodies[..L::N], &props[..L::N], &mut out[..L::N]);
+    let (zero, one) = (L::splat(0.0), L::splat(1.0));
+    let q = Q4::<L>::gather(|l| bodies[l].orientation);
+    let d = V3::<L>::gather(|l| props[l].inv_inertia);
+    let dynamic = L::from_fn(|l| if props[l].kind == KIND_DYNAMIC { 1.0 } else { 0.0 }).ne(zero);
+    // The rotated axes, then column `j` of `R D R^T`, `sum_k d_k c_k (c_k)_j`.
+    let c0 = q.rotate(V3 { x: one, y: zero, z: zero });
+    let c1 = q.rotate(V3 { x: zero, y: one, z: zero });
+    let c2 = q.rotate(V3 { x: zero, y: zero, z: one });
+    let (x, y, z) = (
+        c0.scale(d.x * c0.x).add(c1.scale(d.y * c1.x)).add(c2.scale(d.z * c2.x)),
+        c0.scale(d.x * c0.y).add(c1.scale(d.y * c1.y)).add(c2.scale(d.z * c2.y)),
+        c0.scale(d.x * c0.z).add(c1.scale(d.y * c1.z)).add(c2.scale(d.z * c2.z)),
+    );
+    // No closure here: it would be a function of its own, compiled without AVX.
+    let (x, y, z) = (
+        V3::select(dynamic, x, V3::zero()).to_arrays(),
+        V3::select(dynamic, y, V3::zero()).to_arrays(),
+        V3::select(dynamic, z, V3::zero()).to_arrays(),
+    );
+    for (l, out) in out.iter_mut().enumerate() {
+        *out = Mat3::from_cols(lane(&x, l), lane(&y, l), lane(&z, l));
+    }
+}
+
+/// [`world_inertia`] of four bodies.
+pub(super) fn world_inertia4(bodies: &[GpuBody], props: &[GpuBodyProps], out: &mut [Mat3]) {
+    world_inertia::<Vec4>(bodies, props, out);
+}
+
+/// [`world_inertia4`] of eight bodies: in the eight lanes of an AVX register where `simd`
+/// allows, else four at a time; the same bits either way.
+pub(super) fn world_inertia8(simd: Simd, bodies: &[GpuBody], props: &[GpuBodyProps], out: &mut [Mat3]) {
+    // Read only where the wider lane code exists.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
+    #[cfg(target_arch = "x86_64")]
+    if simd.eight {
+        // SAFETY: the processor has AVX (`Simd::new`).
+        unsafe { world_inertia8_avx(bodies, props, out) };
+        return;
+    }
+    let (low, high) = out.split_at_mut(4);
+    world_inertia4(&bodies[..4], &props[..4], low);
+    world_inertia4(&bodies[4..8], &props[4..8], &mut high[..4]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn world_inertia8_avx(bodies: &[GpuBody], props: &[GpuBodyProps], out: &mut [Mat3]) {
+    world_inertia::<avx::F8>(bodies, props, out);
+}
+
 /// [`integrate`] of four bodies.
 pub(super) fn integrate4(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
     integrate::<Vec4>(p, bodies, props);
@@ -1789,7 +1849,8 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Simd {
     /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`warm_terms8`],
-    /// [`integrate8`], [`integrate_positions8`], [`polytope_world`]), else four at a time.
+    /// [`world_inertia8`], [`integrate8`], [`integrate_positions8`], [`polytope_world`]), else
+    /// four at a time.
     eight: bool,
     /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`]), else eight at a
     /// time.
