@@ -1685,8 +1685,8 @@ fn load_motions(w: &BodyView, cs: &mut ContactState) {
 /// then each dynamic body adds the impulses of its manifolds, in ascending order, point by
 /// point (on worker threads, a gather per body; on one thread, a walk over the manifolds that
 /// makes the same additions in the same order), each point's impulse and its change of each
-/// body's angular velocity computed beforehand in lanes ([`WarmPoint`]). Twin of `warm_start_work` and
-/// `warm_start_gather` in shaders/solve_contacts.wgsl.
+/// body's angular velocity computed beforehand in lanes ([`WarmPoint`]). Twin of
+/// `warm_start_work` and `warm_start_gather` in shaders/solve_contacts.wgsl.
 fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
     let impulse = |m: &GpuManifold, i: &PointImpulses, q: &Prepared, k: usize| {
         let [normal, t1, t2, _] = i[k];
@@ -1796,7 +1796,7 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
     cs.dynamic.extend(w.props[..n].iter().map(dynamic));
     // Eight or four bodies at a time in SIMD lanes (the same bits), the rest one by one.
     cs.inertia.resize(n, Mat3::ZERO);
-    let eight = |(k, out): (usize, &mut [Mat3])| {
+    let inertia8 = |(k, out): (usize, &mut [Mat3])| {
         let (bodies, props) = (&w.bodies[8 * k..n], &w.props[8 * k..n]);
         if out.len() == 8 {
             return super::lanes::world_inertia8(w.simd, bodies, props, out);
@@ -1807,15 +1807,14 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
                 continue;
             }
             for ((b, props), out) in bodies.iter().zip(props).zip(out) {
-                *out =
-                    if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO };
+                *out = body_inertia(b, props);
             }
         }
     };
     if cs.parallel {
-        cs.inertia.par_chunks_mut(8).enumerate().with_min_len(PARALLEL_RUN / 2).for_each(eight);
+        cs.inertia.par_chunks_mut(8).enumerate().with_min_len(PARALLEL_RUN / 2).for_each(inertia8);
     } else {
-        cs.inertia.chunks_mut(8).enumerate().for_each(eight);
+        cs.inertia.chunks_mut(8).enumerate().for_each(inertia8);
     }
     // The bodies' inverse masses and inertia (and velocities, which the passes start from).
     load_motions(w, cs);
@@ -1847,6 +1846,12 @@ fn prepare(w: &BodyView, cs: &mut ContactState) {
         cs.solving.chunks(8).zip(inputs.chunks(8)).zip(cs.prepared.chunks_mut(8)).for_each(eight);
     }
     cs.prepared_valid = true;
+}
+
+/// A body's world inverse inertia at its orientation, zero when it is not dynamic (what
+/// `lanes::world_inertia4` and `world_inertia8` compute in lanes).
+fn body_inertia(b: &GpuBody, props: &GpuBodyProps) -> Mat3 {
+    if dynamic(props) { world_inverse_inertia(b.orientation, props.inv_inertia) } else { Mat3::ZERO }
 }
 
 /// One manifold's [`Prepared`] between `ma` and `mb` (their inverse masses and inertia), for
@@ -2893,11 +2898,7 @@ mod tests {
                 ..Default::default()
             });
         }
-        let one: Vec<Mat3> = bodies
-            .iter()
-            .zip(&props)
-            .map(|(b, p)| if dynamic(p) { world_inverse_inertia(b.orientation, p.inv_inertia) } else { Mat3::ZERO })
-            .collect();
+        let one: Vec<Mat3> = bodies.iter().zip(&props).map(|(b, p)| body_inertia(b, p)).collect();
         assert_eq!(one.iter().filter(|m| **m != Mat3::ZERO).count(), 64 * 3 / 5 + 1);
         for width in [4, 8] {
             let mut lanes = vec![Mat3::from_cols_array(&[f32::NAN; 9]); 64];
