@@ -130,12 +130,12 @@ pub(crate) struct ContactState {
     pass_out: Vec<[Vec3; 4]>,
     /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`.
     pair_faces: Vec<u32>,
-    /// Per candidate pair, what the narrow phase found: whether it touches, and the face that
-    /// keeps it apart now or `NO_FACE`.
+    /// Per candidate pair, what the narrow phase found on several threads: whether it
+    /// touches, and the face that keeps it apart now or `NO_FACE`.
     collided: Vec<(bool, u32)>,
-    /// Per candidate pair, its manifold, written only where the pair touches (the others keep
-    /// whatever an earlier step left: 384 bytes a pair not written for the many pairs that a
-    /// face keeps apart). Only grows.
+    /// Per candidate pair on several threads, its manifold, written only where the pair
+    /// touches (the others keep whatever an earlier step left: 384 bytes a pair not written
+    /// for the many pairs that a face keeps apart). Only grows.
     collided_manifolds: Vec<GpuManifold>,
     /// Per run of sorted grid items, the broad phase's pairs before the merge.
     pair_runs: Vec<Vec<GpuPair>>,
@@ -989,7 +989,26 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
             _ => u32::MAX,
         });
     }
-    // Each pair on its own (split over threads), then the results in pair order.
+    if !cs.parallel {
+        // One thread: each pair's manifold is written in place at the end of the list and
+        // kept only where the pair touches, with no per-pair slots to copy from.
+        let (mut manifolds, mut separated) = (std::mem::take(&mut cs.manifolds), std::mem::take(&mut cs.separated));
+        let cs_read = &*cs;
+        for (k, &pair) in cs_read.pairs.iter().enumerate() {
+            manifolds.push(GpuManifold::default());
+            let out = manifolds.last_mut().expect("just pushed");
+            let (touching, face) = collide_pair(w, cs_read, pair, cs_read.pair_faces[k], cs_read.pair_old[k], out);
+            if !touching {
+                manifolds.pop();
+            }
+            if face != NO_FACE {
+                separated.push((pair, face));
+            }
+        }
+        (cs.manifolds, cs.separated) = (manifolds, separated);
+        return;
+    }
+    // Each pair on its own, split over threads, then the results in pair order.
     let (mut collided, mut manifolds) = (std::mem::take(&mut cs.collided), std::mem::take(&mut cs.collided_manifolds));
     let count = cs.pairs.len();
     if manifolds.len() < count {
@@ -1001,12 +1020,8 @@ pub(crate) fn collide_pairs(w: &BodyView, cs: &mut ContactState) {
     let one = |(k, (m, out)): (usize, (&mut GpuManifold, &mut (bool, u32)))| {
         *out = collide_pair(w, cs_read, cs_read.pairs[k], cs_read.pair_faces[k], cs_read.pair_old[k], m);
     };
-    if cs.parallel {
-        use rayon::prelude::*;
-        manifolds[..count].par_iter_mut().zip(&mut collided).enumerate().with_min_len(64).for_each(one);
-    } else {
-        manifolds[..count].iter_mut().zip(&mut collided).enumerate().for_each(one);
-    }
+    use rayon::prelude::*;
+    manifolds[..count].par_iter_mut().zip(&mut collided).enumerate().with_min_len(64).for_each(one);
     for ((pair, &(touching, face)), m) in cs.pairs.iter().zip(&collided).zip(&manifolds) {
         if face != NO_FACE {
             cs.separated.push((*pair, face));
