@@ -1190,32 +1190,47 @@ fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     };
     let ((ua, ha), (ub, hb)) = (frame(a), frame(b));
     let d = b.position - a.position;
-    let reach = |axes: &[Vec3; 3], half: &[f32; 3], i: usize, l: Vec3| {
-        let (p, q) = ((i + 1) % 3, (i + 2) % 3);
-        half[p] * l.dot(axes[p]).abs() + half[q] * l.dot(axes[q]).abs()
+    // The nine axes three at a time: for A's axis `i`, lane `k` of each `Vec4` holds the axis
+    // `raw = u_i x v_k` (the fourth lane is zero and never kept), with `Vec3::cross`'s,
+    // `dot`'s and `length`'s products and sums in their order, so each lane is the one-axis
+    // value bit for bit. B's axes are also read in lanes as `v_(k+1)` and `v_(k+2)` (mod 3).
+    let lanes = |f: &dyn Fn(usize) -> f32| Vec4::new(f(0), f(1), f(2), 0.0);
+    let b_axes = |m: usize| {
+        let axis = |c: usize| lanes(&|k| ub[(k + m) % 3][c]);
+        ([axis(0), axis(1), axis(2)], lanes(&|k| hb[(k + m) % 3]))
     };
+    let (([bx, by, bz], _), ([px, py, pz], hp), ([qx, qy, qz], hq)) = (b_axes(0), b_axes(1), b_axes(2));
+    let dot = |x: Vec4, y: Vec4, z: Vec4, v: Vec3| x * v.x + y * v.y + z * v.z;
+    let (mut s_raw, mut len) = ([0.0; 12], [0.0; 12]);
+    for i in 0..3 {
+        let (ax, ay, az) = (Vec4::splat(ua[i].x), Vec4::splat(ua[i].y), Vec4::splat(ua[i].z));
+        let (x, y, z) = (ay * bz - by * az, az * bx - bz * ax, ax * by - bx * ay);
+        let along = dot(x, y, z, d).abs();
+        let (p, q) = ((i + 1) % 3, (i + 2) % 3);
+        let reach_a = dot(x, y, z, ua[p]).abs() * ha[p] + dot(x, y, z, ua[q]).abs() * ha[q];
+        let reach_b = hp * (x * px + y * py + z * pz).abs() + hq * (x * qx + y * qy + z * qz).abs();
+        s_raw[4 * i..4 * i + 4].copy_from_slice(&(along - reach_a - reach_b).to_array());
+        len[4 * i..4 * i + 4].copy_from_slice(&(x * x + y * y + z * z).to_array().map(f32::sqrt));
+    }
     // Each axis unnormalized: the separation along `raw` is `len` times that along the unit
     // axis, so comparing `s_raw` with `len` times the best so far divides only for the best.
-    let mut best = (0, 0, f32::MIN, Vec3::ZERO);
+    // The comparisons of one axis at a time, in its order, as selections rather than branches
+    // (which axis wins is nothing a branch predictor can learn).
+    let mut best = (0, f32::MIN);
     for i in 0..3 {
         for k in 0..3 {
-            let raw = ua[i].cross(ub[k]);
-            let len = raw.length();
-            if len < BOX_PARALLEL_SIN {
-                continue;
-            }
-            let along = raw.dot(d);
-            let s_raw = along.abs() - reach(&ua, &ha, i, raw) - reach(&ub, &hb, k, raw);
-            if best.2 == f32::MIN || s_raw > best.2 * len {
-                let l = raw / len;
-                best = (i, k, s_raw / len, if along < 0.0 { -l } else { l });
-            }
+            let (s, l) = (s_raw[4 * i + k], len[4 * i + k]);
+            let take = !(l < BOX_PARALLEL_SIN) && (best.1 == f32::MIN || s > best.1 * l);
+            best = if take { (4 * i + k, s / l) } else { best };
         }
     }
-    let (i, k, s, l) = best;
+    let (i, k, s) = (best.0 / 4, best.0 % 4, best.1);
     if s == f32::MIN {
         return ((0, 0), f32::MIN, Vec3::ZERO);
     }
+    let raw = ua[i].cross(ub[k]);
+    let unit = raw / raw.length();
+    let l = if raw.dot(d) < 0.0 { -unit } else { unit };
     // Edge `4 i + b_p + 2 b_q` of a box runs along its axis `i` on the plus side of axes
     // `p = i + 1` and `q = i + 2` (mod 3) where `b_p` and `b_q` are 1 (`Polytope::cuboid`).
     let edge = |axes: &[Vec3; 3], i: usize, w: Vec3| {
