@@ -760,7 +760,9 @@ fn box_axis_dots(a: &Posed, b: &Posed) -> [[f32; 3]; 3] {
 /// with the other's axis `j`, in absolute value ([`box_axis_dots`]): the same faces and
 /// separations bit for bit, since the other's support along face `2k` or `2k + 1` (normals
 /// `∓e_k`, each the other's exact negation) is `Posed::min_along`'s sum of its half extents
-/// times these products, in the same order.
+/// times these products, in the same order. All six separations are computed (three supports)
+/// and the scan's choices made as selections, not branches: a face [`best_face`] passes over
+/// could not have been taken, and after the face that keeps the pair apart nothing is.
 fn box_best_face(
     reference: &Posed,
     other: &Posed,
@@ -770,21 +772,15 @@ fn box_best_face(
 ) -> (u32, f32) {
     let plus = other.shape.first_point + other.shape.point_count;
     let half = |j: u32| other.geometry[(plus + 2 * j + 1) as usize].w;
-    let mut best = (0, f32::MIN);
+    let (h0, h1, h2) = (half(0), half(1), half(2));
+    let support: [f32; 3] = std::array::from_fn(|k| h0 * dots(k, 0) + h1 * dots(k, 1) + h2 * dots(k, 2));
+    let (mut best, mut done) = ((0, f32::MIN), false);
     for f in 0..6 {
         let (n, offset) = reference.face_plane(f);
-        let centre = n.dot(other.position);
-        if centre - offset <= best.1 {
-            continue;
-        }
-        let k = (f / 2) as usize;
-        let s = centre - (half(0) * dots(k, 0) + half(1) * dots(k, 1) + half(2) * dots(k, 2)) - offset;
-        if s > best.1 {
-            best = (f, s);
-            if s - radii >= margin {
-                break;
-            }
-        }
+        let s = n.dot(other.position) - support[(f / 2) as usize] - offset;
+        let take = !done && s > best.1;
+        best = if take { (f, s) } else { best };
+        done |= take && s - radii >= margin;
     }
     best
 }
