@@ -1216,7 +1216,7 @@ fn box_edge_query(a: &Posed, b: &Posed) -> ((u32, u32), f32, Vec3) {
     for i in 0..3 {
         for k in 0..3 {
             let (s, l) = (s_raw[4 * i + k], len[4 * i + k]);
-            let take = !(l < BOX_PARALLEL_SIN) && (best.1 == f32::MIN || s > best.1 * l);
+            let take = l >= BOX_PARALLEL_SIN && (best.1 == f32::MIN || s > best.1 * l);
             best = if take { (4 * i + k, s / l) } else { best };
         }
     }
