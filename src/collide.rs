@@ -1156,6 +1156,8 @@ fn edge_query_dispatch(
         edge_query::<8, 12, 3>(a, b, floor, floor_b)
     } else if faces <= 32 && edges <= 48 {
         edge_query::<32, 48, 12>(a, b, floor, floor_b)
+    } else if faces <= 64 && edges <= 96 {
+        edge_query::<64, 96, 24>(a, b, floor, floor_b)
     } else if faces <= 128 && edges <= 192 {
         edge_query::<128, 192, 48>(a, b, floor, floor_b)
     } else {
