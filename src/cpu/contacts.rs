@@ -1225,12 +1225,14 @@ fn anchor_plane(points: [Vec3; 4], count: usize) -> Vec3 {
         4 => 3,
         _ => 0,
     };
-    let mut best = Vec3::ZERO;
+    // The largest by selections, not branches (which triangle wins is data), its squared
+    // length kept beside it.
+    let (mut best, mut best_squared) = (Vec3::ZERO, 0.0);
     for &[i, j, k] in &TRIANGLES[..triangles] {
         let c = (points[j] - points[i]).cross(points[k] - points[i]);
-        if c.length_squared() > best.length_squared() {
-            best = c;
-        }
+        let squared = c.length_squared();
+        let larger = squared > best_squared;
+        (best, best_squared) = if larger { (c, squared) } else { (best, best_squared) };
     }
     best
 }
