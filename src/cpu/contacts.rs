@@ -1076,7 +1076,8 @@ fn collide_pair(
     }
     let n = contact.normal;
     let gravity_n = n.dot(p.gravity) * falls;
-    let mut m = GpuManifold {
+    // Built where it goes (a 384-byte manifold not copied there after).
+    *out = GpuManifold {
         body_a: pair.a,
         body_b: pair.b,
         count: contact.count as u32,
@@ -1088,6 +1089,7 @@ fn collide_pair(
         radius_b: pb.shape.radius,
         ..GpuManifold::default()
     };
+    let m = out;
     for (k, c) in contact.points[..contact.count].iter().enumerate() {
         let (ra, rb) = (c.core_a + n * m.radius_a, c.core_b - n * m.radius_b);
         let vn = n.dot(
@@ -1102,13 +1104,12 @@ fn collide_pair(
             ..GpuManifoldPoint::default()
         };
     }
-    if polytopes(&m) && !old.is_some_and(|old| keep_frame(old, &mut m, ba, bb)) {
-        fresh_frame(&mut m, ba, bb);
+    if polytopes(m) && !old.is_some_and(|old| keep_frame(old, m, ba, bb)) {
+        fresh_frame(m, ba, bb);
     }
     if let Some(old) = old {
-        warm_start(old, &mut m, p.warm_start_scale);
+        warm_start(old, m, p.warm_start_scale);
     }
-    *out = m;
     (true, face)
 }
 
