@@ -1,16 +1,14 @@
 //! Several manifolds (or bodies, or points) at once, one in each lane of a SIMD vector: four in
 //! a `Vec4` (SSE2 on x86-64, NEON on aarch64, plain arrays elsewhere), eight in an AVX
 //! register where the processor has AVX, and for the sweeps and the warm start's terms sixteen
-//! in an AVX-512 register
-//! where it has AVX-512F (checked at run time by [`Simd::new`], which the solver's
-//! `SolverSettings::cpu_lanes` may cap; the same code, [`Lanes`] over each width). The
-//! sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which share no
-//! dynamic body, so the lanes are independent; the preparation ([`prepare4`],
+//! in an AVX-512 register where it has AVX-512F (checked at run time by [`Simd::new`], which
+//! the solver's `SolverSettings::cpu_lanes` may cap; the same code, [`Lanes`] over each
+//! width). The sweeps ([`solve4`], [`solve8`], [`solve16`]) take manifolds of one color, which
+//! share no dynamic body, so the lanes are independent; the preparation ([`prepare4`],
 //! [`prepare8`]) takes any, since it only reads the bodies; so do the warm start's terms
 //! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the bodies' world inverse inertia
-//! ([`world_inertia4`], [`world_inertia8`]), the velocity integration
-//! ([`integrate4`], [`integrate8`]) and a polytope's world points and planes
-//! ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
+//! ([`world_inertia4`], [`world_inertia8`]), the velocity integration ([`integrate4`],
+//! [`integrate8`]) and a polytope's world points and planes ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
 //! those of the one-at-a-time code, whatever the width, so a run gives the same bits on a
 //! machine with AVX and on one without.
@@ -20,9 +18,8 @@
 //! zero impulse. Adding zero changes nothing as long as the lever arms read for the missing
 //! points are finite (the lane preparation computes them from the unused point slots of the
 //! manifold's `PrepareInput`, which are zeros; the one-manifold preparation leaves last use's
-//! values or zeros) and
-//! no velocity component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the lane tests compare the
-//! two on settling piles. (The coarse correction's sum of lever arms leaves missing points out
+//! values or zeros) and no velocity component is exactly `-0.0` (`-0.0 + 0.0` is `+0.0`); the
+//! lane tests compare the two on settling piles. (The coarse correction's sum of lever arms leaves missing points out
 //! in both.)
 //!
 //! Only the biased and the relax sweeps go through here (they are 4 of the 5 passes of a
@@ -195,13 +192,11 @@ mod avx {
     // SAFETY (every `unsafe` block of this module): `F8` and `M8` are only made and used inside
     // functions compiled with AVX enabled (`solve8_avx`, `prepare8_avx`, `prepare8_avx512`,
     // `warm_terms8_avx`, `world_inertia8_avx`, `integrate8_avx`, `integrate_positions8_avx`,
-    // `world_avx`, and through
-    // `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into which these
-    // `#[inline(always)]` methods are inlined, and those run only where a `Simd` says so,
-    // which `Simd::new` makes only after
-    // `is_x86_feature_detected!` said the processor has the features (debug builds check AVX
-    // again where an `F8` is made). None of the intrinsics
-    // reads or writes memory through a pointer except the loads and stores, which are
+    // `world_avx`, and through `F16`'s halves `solve16_avx512` and `warm_terms16_avx512`), into
+    // which these `#[inline(always)]` methods are inlined, and those run only where a `Simd`
+    // says so, which `Simd::new` makes only after `is_x86_feature_detected!` said the processor
+    // has the features (debug builds check AVX again where an `F8` is made). None of the
+    // intrinsics reads or writes memory through a pointer except the loads and stores, which are
     // unaligned ones on arrays of eight `f32` (32 bytes) or of four (16 bytes, the halves of
     // `_mm256_loadu2_m128` and `_mm256_storeu2_m128`).
 
