@@ -3,6 +3,9 @@
 //! the twin of the GPU stage of the same name and produces the same data in the same order.
 
 use glam::{Mat3, Quat, Vec3, Vec4};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 
 use super::lanes::Simd;
@@ -109,9 +112,8 @@ pub(crate) struct ContactState {
     impulses: Vec<PointImpulses>,
     /// Per manifold in `colored` order, its [`SweepHead`].
     heads: Vec<SweepHead>,
-    /// Per manifold in `colored` order, what the warm start adds to its bodies (see
-    /// [`WarmPoint`]), when the warm start is split over threads: computed in lanes, then
-    /// gathered by each body.
+    /// Per manifold in pair order, what the warm start adds to its bodies (see [`WarmPoint`]),
+    /// when the warm start is split over threads: computed in lanes, then gathered by each body.
     warm: Vec<[WarmPoint; 4]>,
     /// Per manifold (pair order), its place in `solving`.
     slots: Vec<u32>,
@@ -128,6 +130,18 @@ pub(crate) struct ContactState {
     /// (v_a, ω_a, v_b, ω_b), stored back to `motions` once the color is done (when a color is
     /// split over threads; on one thread they go back group by group).
     pass_out: Vec<[Vec3; 4]>,
+    /// Per color, the index of its first run in a pass split over threads, then the number of
+    /// runs (see [`solve_colors_shared`]).
+    run_first: Vec<usize>,
+    /// Per color, the manifolds per run in a pass split over threads.
+    run_size: Vec<usize>,
+    /// Per run of a pass split over threads, the worker thread that took it.
+    run_taker: Vec<u32>,
+    /// Whether any manifold can bounce (`SweepHead::bouncy`).
+    any_bouncy: bool,
+    /// Whether no two manifolds of one color share a dynamic body (checked after the
+    /// coloring), which a pass split over threads needs.
+    pub colors_disjoint: bool,
     /// Per candidate pair, the face that kept it apart last step, or `NO_FACE`.
     pair_faces: Vec<u32>,
     /// Per candidate pair, what the narrow phase found on several threads: whether it
@@ -1394,6 +1408,8 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
         m.color = c;
     }
     bucket_by_color(p, cs);
+    cs.colors_disjoint =
+        colors_share_no_dynamic_body(&cs.color_offsets, &cs.colored, &cs.manifolds, &cs.dynamic, &mut cs.scratch);
     // The passes' caches follow `solving`'s order: rebuilt at the first pass.
     cs.prepared_valid = false;
     let (manifolds, colored) = (&cs.manifolds, &cs.colored);
@@ -1407,11 +1423,41 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
         let m = &solving[k];
         SweepHead { a: m.body_a, b: m.body_b, bouncy: m.restitution > 0.0 }
     });
+    cs.any_bouncy = cs.heads.iter().any(|h| h.bouncy);
     cs.slots.clear();
     cs.slots.resize(cs.colored.len(), 0);
     for (k, &i) in cs.colored.iter().enumerate() {
         cs.slots[i as usize] = k as u32;
     }
+}
+
+/// Whether no two `manifolds` of one color share a dynamic body, as the coloring makes them
+/// (the passes split over threads rely on it): the colors' manifolds are `colored` from
+/// `offsets[c]` to `offsets[c + 1]` (the last entry, the overflow's end, is not read), and
+/// `marks` holds, per body, the last color that met it.
+fn colors_share_no_dynamic_body(
+    offsets: &[u32],
+    colored: &[u32],
+    manifolds: &[GpuManifold],
+    dynamic: &[bool],
+    marks: &mut Vec<u32>,
+) -> bool {
+    marks.clear();
+    marks.resize(dynamic.len(), u32::MAX);
+    for (c, ends) in offsets[..offsets.len() - 1].windows(2).enumerate() {
+        for &i in &colored[ends[0] as usize..ends[1] as usize] {
+            let m = &manifolds[i as usize];
+            for body in [m.body_a as usize, m.body_b as usize] {
+                if dynamic[body] {
+                    if marks[body] == c as u32 {
+                        return false;
+                    }
+                    marks[body] = c as u32;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Writes the solved manifolds (impulses, work) back in pair order, where the next step's warm
@@ -1512,9 +1558,7 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     } else {
         prepare(w, cs);
     }
-    for _ in 0..times {
-        one_pass(w, cs, pass);
-    }
+    passes(w, cs, pass, times);
     for (i, m) in cs.motions.iter().enumerate() {
         if cs.dynamic[i] {
             w.bodies[i].linear_velocity = m.v;
@@ -1523,8 +1567,8 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     }
 }
 
-/// One pass of [`solve_manifolds`] on the velocities in `cs.motions`.
-fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
+/// `times` passes of [`solve_manifolds`] on the velocities in `cs.motions`.
+fn passes(w: &BodyView, cs: &mut ContactState, pass: Pass, times: u32) {
     let colors = w.params.max_colors as usize;
     let p = w.params;
     let statics =
@@ -1535,47 +1579,238 @@ fn one_pass(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         impulse_scale: p.contact_impulse_scale,
     };
     if matches!(pass, Pass::WarmStart) {
-        warm_start_bodies(cs, w.simd);
-    } else {
-        for c in 0..colors {
-            let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
-            let run = ColorRun {
-                solving: &mut cs.solving[start..end],
-                impulses: &mut cs.impulses[start..end],
-                heads: &cs.heads[start..end],
-                prepared: &cs.prepared[start..end],
-            };
-            // The manifolds of a color share no dynamic body: split over threads, each run
-            // reads the velocities before the color and writes its own, the same bits.
-            let min_run = cs.run.max(4);
-            if !(cs.parallel && end - start >= 2 * min_run) {
-                // On one thread each group's velocities go straight back: no later manifold of
-                // the color reads them.
+        for _ in 0..times {
+            warm_start_bodies(cs, w.simd);
+        }
+        return;
+    }
+    let colored = cs.color_offsets[colors] as usize;
+    let shared = cs.parallel && cs.colors_disjoint && colored >= 2 * cs.run.max(4);
+    // With no overflow between them, the passes split over threads go in one stretch.
+    if shared && colored == cs.colored.len() {
+        return solve_colors_shared(w, cs, pass, (statics, contacts), times);
+    }
+    for _ in 0..times {
+        if shared {
+            solve_colors_shared(w, cs, pass, (statics, contacts), 1);
+        } else {
+            for c in 0..colors {
+                let (start, end) = (cs.color_offsets[c] as usize, cs.color_offsets[c + 1] as usize);
+                let run = ColorRun {
+                    solving: &mut cs.solving[start..end],
+                    impulses: &mut cs.impulses[start..end],
+                    heads: &cs.heads[start..end],
+                    prepared: &cs.prepared[start..end],
+                };
+                // On one thread each group's velocities go straight back: the manifolds of a
+                // color share no dynamic body, so no later manifold of the color reads them.
                 solve_run_in_place(w, run, &mut cs.motions, &cs.dynamic, (statics, contacts), pass);
-                continue;
             }
-            // About four runs per thread, so that stealing evens out the threads, in multiples
-            // of sixteen manifolds (the widest sweeps' groups).
-            let size = (end - start).div_ceil(4 * rayon::current_num_threads()).next_multiple_of(16).max(min_run);
-            let motions = &cs.motions;
-            run.solving
-                .par_chunks_mut(size)
-                .zip(run.impulses.par_chunks_mut(size))
-                .zip(run.heads.par_chunks(size))
-                .zip(run.prepared.par_chunks(size))
-                .zip(cs.pass_out[start..end].par_chunks_mut(size))
-                .for_each(|((((solving, impulses), heads), prepared), o)| {
-                    let run = ColorRun { solving, impulses, heads, prepared };
-                    solve_run(w, run, motions, (statics, contacts), pass, o)
-                });
-            store_velocities(&cs.heads[start..end], &cs.pass_out[start..end], &mut cs.motions, &cs.dynamic);
         }
         jacobi(w, cs, pass);
     }
 }
 
-/// The fewest manifolds of one color per task when a color's pass is split over threads
-/// (a task costs a few microseconds); colors shorter than two runs stay on one thread.
+/// The colored passes of [`passes`] split over the worker threads, all colors in one go: each
+/// color is cut into runs (about four per thread, in multiples of sixteen manifolds, the
+/// widest sweeps' groups), and the threads take the runs in order from a shared counter. A run
+/// starts once every run of the colors before its own is done and their velocities are stored.
+/// Each run reads the velocities before its color and writes its manifolds' impulses and its
+/// bodies' velocities after the pass to `pass_out`; once every run of the color is done, each
+/// thread stores the velocities of the runs it took (the manifolds of a color share no dynamic
+/// body: `ContactState::colors_disjoint`). The same arithmetic as on one thread, so the same
+/// bits, whichever thread takes which run.
+///
+/// Against a parallel iterator per color, the threads meet at a counter between colors instead
+/// of parting and joining (a few microseconds each, which small colors do not repay), and a
+/// thread that comes late, or never, only leaves more runs to the others: no thread waits for
+/// another to start, only for runs that a running thread has taken.
+fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (Soft, Soft), times: u32) {
+    debug_assert!(cs.colors_disjoint);
+    let colors = w.params.max_colors as usize;
+    let threads = rayon::current_num_threads();
+    let min_run = cs.run.max(4);
+    cs.run_first.clear();
+    cs.run_size.clear();
+    let mut runs = 0;
+    for c in 0..colors {
+        let len = (cs.color_offsets[c + 1] - cs.color_offsets[c]) as usize;
+        let size = len.div_ceil(4 * threads).next_multiple_of(16).max(min_run);
+        cs.run_first.push(runs);
+        cs.run_size.push(size);
+        runs += len.div_ceil(size);
+    }
+    cs.run_first.push(runs);
+    if runs == 0 {
+        return;
+    }
+    cs.run_taker.clear();
+    cs.run_taker.resize(runs, u32::MAX);
+    // `next`: the next run to take; `finished`: the runs done, which grows color by color (no
+    // run of a color starts before the colors before it are stored); `stored`: the runs whose
+    // velocities are stored, likewise.
+    let (next, finished, stored) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let (solving, impulses) = (Shared::new(&mut cs.solving), Shared::new(&mut cs.impulses));
+    let (out, motions, taker) =
+        (Shared::new(&mut cs.pass_out), Shared::new(&mut cs.motions), Shared::new(&mut cs.run_taker));
+    let (heads, prepared, dynamic) = (&cs.heads, &cs.prepared, &cs.dynamic);
+    let (offsets, first, sizes) = (&cs.color_offsets, &cs.run_first, &cs.run_size);
+    let range = |c: usize, j: usize| {
+        let start = offsets[c] as usize + (j - first[c]) * sizes[c];
+        start..(start + sizes[c]).min(offsets[c + 1] as usize)
+    };
+    // The passes' runs one after another: run `g` is run `g % runs` of pass `g / runs`, which
+    // begins at `base`.
+    let total = times as usize * runs;
+    // Stores the velocities of the runs of color `c` in the pass at `base` that thread `me`
+    // took, once every run of the color is done.
+    let store = |base: usize, c: usize, me: u32| {
+        wait_for(&finished, base + first[c + 1]);
+        let mut count = 0;
+        for j in first[c]..first[c + 1] {
+            // SAFETY: every run of the color is finished, after writing its taker and its
+            // velocities (the acquire in `wait_for` orders those writes before these reads),
+            // and no thread writes them again before `stored` passes the color.
+            if unsafe { taker.slice(j..j + 1) }[0] != me {
+                continue;
+            }
+            count += 1;
+            let r = range(c, j);
+            for (h, o) in heads[r.clone()].iter().zip(unsafe { out.slice(r) }) {
+                let (a, b) = (h.a as usize, h.b as usize);
+                // SAFETY: no run reads the velocities now (those of this color are done, those
+                // of the next wait for `stored`), and the other threads storing now write
+                // other bodies: the manifolds of a color share no dynamic body.
+                if dynamic[a] {
+                    let m = unsafe { motions.item_mut(a) };
+                    (m.v, m.w) = (o[0], o[1]);
+                }
+                if dynamic[b] {
+                    let m = unsafe { motions.item_mut(b) };
+                    (m.v, m.w) = (o[2], o[3]);
+                }
+            }
+        }
+        stored.fetch_add(count, Ordering::AcqRel);
+    };
+    let take_runs = || {
+        // Which thread took a run (`u32::MAX` marks none).
+        let me = rayon::current_thread_index().map_or(u32::MAX - 1, |i| i as u32);
+        // The pass and color of the runs this thread took and has not stored yet.
+        let mut taken = None;
+        loop {
+            let g = next.fetch_add(1, Ordering::Relaxed);
+            let (base, j) = (g / runs * runs, g % runs);
+            // The run's color: the last whose first run is at or before it (empty colors have
+            // none of their own).
+            let c = first[1..].partition_point(|&f| f <= j);
+            if let Some((b, t)) = taken
+                && (g >= total || (b, t) != (base, c))
+            {
+                store(b, t, me);
+            }
+            if g >= total {
+                return;
+            }
+            wait_for(&stored, base + first[c]);
+            let r = range(c, j);
+            // SAFETY: this thread alone took run `g`, so it alone touches its entry of
+            // `run_taker` and its manifolds' ranges of `solving`, `impulses` and `pass_out`
+            // until it counts the run finished (the stores read them after that, with the
+            // count's acquire; the same run of the next pass waits for those stores). The
+            // velocities are read only here, while no thread writes them: the colors before
+            // this one are stored (`stored`), and this color's velocities are stored once
+            // every run of it, this one included, is finished.
+            unsafe {
+                let run = ColorRun {
+                    solving: solving.slice_mut(r.clone()),
+                    impulses: impulses.slice_mut(r.clone()),
+                    heads: &heads[r.clone()],
+                    prepared: &prepared[r.clone()],
+                };
+                solve_run(w, run, motions.slice(0..motions.len), softs, pass, out.slice_mut(r));
+                *taker.item_mut(j) = me;
+            }
+            finished.fetch_add(1, Ordering::AcqRel);
+            taken = Some((base, c));
+        }
+    };
+    rayon::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(|_| take_runs());
+        }
+        take_runs();
+    });
+}
+
+/// Waits until `counter` reaches `value`: a short spin, then yielding the processor.
+fn wait_for(counter: &AtomicUsize, value: usize) {
+    let mut spins = 0u32;
+    while counter.load(Ordering::Acquire) < value {
+        if spins < 128 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// A slice that the threads of [`solve_colors_shared`] share, each touching the parts and at
+/// the times that the pass's counters give it.
+#[derive(Clone, Copy)]
+struct Shared<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    slice: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: `Shared` only hands out what its `unsafe` methods' callers vouch for; the items
+// themselves cross threads as `&mut [T]` would.
+unsafe impl<T: Send> Send for Shared<'_, T> {}
+unsafe impl<T: Send + Sync> Sync for Shared<'_, T> {}
+
+impl<'a, T> Shared<'a, T> {
+    fn new(s: &'a mut [T]) -> Self {
+        Self { ptr: s.as_mut_ptr(), len: s.len(), slice: PhantomData }
+    }
+
+    /// The items in `range`.
+    ///
+    /// # Safety
+    /// No thread writes any of them while the result lives.
+    unsafe fn slice(&self, range: std::ops::Range<usize>) -> &[T] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: in bounds (checked); the rest is the caller's.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(range.start), range.end - range.start) }
+    }
+
+    /// Item `i`, to write.
+    ///
+    /// # Safety
+    /// No other thread reads or writes it while the result lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn item_mut(&self, i: usize) -> &mut T {
+        assert!(i < self.len);
+        // SAFETY: in bounds (checked); the rest is the caller's.
+        unsafe { &mut *self.ptr.add(i) }
+    }
+
+    /// The items in `range`, to write.
+    ///
+    /// # Safety
+    /// No other thread reads or writes any of them while the result lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, range: std::ops::Range<usize>) -> &mut [T] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: in bounds (checked); the rest is the caller's.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.end - range.start) }
+    }
+}
+
+/// The fewest manifolds per task when a stage splits its work over threads, and per run of a
+/// color when the colored passes do ([`solve_colors_shared`]); those passes stay on one thread
+/// when all the colors together hold fewer than two runs.
 const PARALLEL_RUN: usize = 48;
 
 /// Manifolds of one color, or a run of them, in `colored` order: the manifolds, their
@@ -1711,8 +1946,9 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
         normal * m.normal + t1 * q.t1() + t2 * q.t2()
     };
     let motions = &cs.motions;
-    let work = |((m, i), q): ((&mut GpuManifold, &PointImpulses), &Prepared)| {
-        if m.restitution <= 0.0 {
+    let work = |(((m, i), q), h): (((&mut GpuManifold, &PointImpulses), &Prepared), &SweepHead)| {
+        // (Read from the head: a manifold that cannot bounce is not touched.)
+        if !h.bouncy {
             return;
         }
         let (mut ma, mut mb) = (motions[m.body_a as usize], motions[m.body_b as usize]);
@@ -1721,10 +1957,11 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
             m.absorbed -= apply_at(&mut ma, &mut mb, g, j, true);
         }
     };
-    if cs.parallel {
-        cs.solving.par_iter_mut().zip(&cs.impulses).zip(&cs.prepared).with_min_len(4 * PARALLEL_RUN).for_each(work);
-    } else {
-        cs.solving.iter_mut().zip(&cs.impulses).zip(&cs.prepared).for_each(work);
+    if cs.any_bouncy && cs.parallel {
+        let manifolds = cs.solving.par_iter_mut().zip(&cs.impulses).zip(&cs.prepared);
+        manifolds.zip(&cs.heads).with_min_len(4 * PARALLEL_RUN).for_each(work);
+    } else if cs.any_bouncy {
+        cs.solving.iter_mut().zip(&cs.impulses).zip(&cs.prepared).zip(&cs.heads).for_each(work);
     }
     if !cs.parallel {
         // Through the manifolds in pair order, each point applied to both bodies: every body
@@ -1752,22 +1989,21 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
         }
         return;
     }
-    // Each manifold's terms in `colored` order (split over threads), then each dynamic body
-    // adds the impulses of its manifolds (the coloring's adjacency, in pair order), point by
-    // point, as the GPU's gather does.
+    // Each manifold's terms in pair order (split over threads), then each dynamic body adds the
+    // impulses of its manifolds (the coloring's adjacency, in pair order, so that it reads the
+    // terms in the order they lie), point by point, as the GPU's gather does.
     let mut warm = std::mem::take(&mut cs.warm);
     warm.resize(cs.heads.len(), [WarmPoint::default(); 4]);
     let state = &*cs;
     warm.par_chunks_mut(4 * PARALLEL_RUN).enumerate().for_each(|(c, out)| {
-        let base = c * 4 * PARALLEL_RUN;
+        let slots = &state.slots[c * 4 * PARALLEL_RUN..][..out.len()];
         let mut k = 0;
         while k < out.len() {
-            let slots: [u32; 16] = std::array::from_fn(|l| (base + k + l) as u32);
-            k += warm_terms(simd, &slots[..16.min(out.len() - k)], state, &mut out[k..]);
+            k += warm_terms(simd, &slots[k..], state, &mut out[k..]);
         }
     });
     cs.warm = warm;
-    let (manifolds, warm, slots, dynamic, coloring) = (&cs.manifolds, &cs.warm, &cs.slots, &cs.dynamic, &cs.coloring);
+    let (manifolds, warm, dynamic, coloring) = (&cs.manifolds, &cs.warm, &cs.dynamic, &cs.coloring);
     cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
         if !dynamic[i] {
             return;
@@ -1775,7 +2011,7 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
         for &k in coloring.constraints_of(i) {
             let m = &manifolds[k as usize];
             let a_side = m.body_a as usize == i;
-            for t in &warm[slots[k as usize] as usize][..m.count as usize] {
+            for t in &warm[k as usize][..m.count as usize] {
                 if a_side {
                     motion.apply_turn(-t.impulse(), t.turn_a());
                 } else {
@@ -2289,6 +2525,32 @@ mod tests {
         let mut m = GpuManifold { normal, count: points.len() as u32, ..Default::default() };
         m.points[..points.len()].copy_from_slice(points);
         m
+    }
+
+    /// The check that the passes split over threads rely on: two manifolds of one color on a
+    /// dynamic body fail it, on a static one they pass, and so do two colors sharing a body;
+    /// the overflow after the last color is not read.
+    #[test]
+    fn colors_sharing_a_dynamic_body_are_caught() {
+        let pair = |a: u32, b: u32| GpuManifold { body_a: a, body_b: b, ..Default::default() };
+        // Bodies 0-2 dynamic, 3 static. Manifolds: (0, 1), (1, 2), (2, 3), (0, 3).
+        let manifolds = [pair(0, 1), pair(1, 2), pair(2, 3), pair(0, 3)];
+        let mut dynamic = vec![true, true, true, false];
+        let mut marks = Vec::new();
+        let mut check = |offsets: &[u32], colored: &[u32], dynamic: &[bool]| {
+            colors_share_no_dynamic_body(offsets, colored, &manifolds, dynamic, &mut marks)
+        };
+        // (0, 1) and (2, 3) in color 0, (1, 2) and (0, 3) in color 1: proper.
+        assert!(check(&[0, 2, 4, 4], &[0, 2, 1, 3], &dynamic));
+        // (0, 1) and (1, 2) in one color share body 1.
+        assert!(!check(&[0, 2, 4, 4], &[0, 1, 2, 3], &dynamic));
+        // (2, 3) and (0, 3) in one color share only static body 3.
+        assert!(check(&[0, 1, 2, 4, 4], &[0, 1, 2, 3], &dynamic));
+        // Conflicts in the overflow are the Jacobi pass's to average.
+        assert!(check(&[0, 1, 4], &[0, 1, 2, 3], &dynamic));
+        // With body 1 static, (0, 1) and (1, 2) may share a color.
+        dynamic[1] = false;
+        assert!(check(&[0, 2, 4, 4], &[0, 1, 2, 3], &dynamic));
     }
 
     /// Keys match first; a point whose key is new takes the nearest old point within the

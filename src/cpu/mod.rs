@@ -426,7 +426,7 @@ mod tests {
     /// Every stage that splits its work over threads splits independent items, so any thread
     /// count gives the same bits: 1,100 mixed shapes, some bouncy (the manifold-at-a-time
     /// passes), in an open box with a tilted plane across it (the per-body plane stages split
-    /// their bodies), with runs of 8 so that every color's passes split.
+    /// their bodies), with runs of 8 so that every color's passes split, on up to eight threads.
     #[test]
     fn thread_counts_give_the_same_bits() {
         let run = |threads: u32| {
@@ -434,6 +434,8 @@ mod tests {
             assert_eq!(solver.contacts_state.parallel, threads > 1);
             solver.contacts_state.run = 8;
             solver.step_many(60);
+            // The colored passes split over the threads (`solve_colors_shared`).
+            assert!(solver.contacts_state.colors_disjoint);
             let colors = solver.color_buckets().0.iter().map(Vec::len).max().unwrap_or(0);
             let on_plane = solver.contacts.iter().filter(|c| c.in_contact != 0).count();
             (solver.raw_bodies().to_vec(), solver.manifolds().to_vec(), colors, on_plane)
@@ -444,7 +446,8 @@ mod tests {
             "{} manifolds, largest color {largest_color}, {on_plane} plane contacts",
             manifolds.len()
         );
-        for threads in [2, 3] {
+        // Eight threads on fewer cores: threads that wait for others to finish their runs.
+        for threads in [2, 3, 8] {
             let (bodies, m, _, _) = run(threads);
             assert!(bodies == one, "{threads} threads: body states differ");
             assert!(
