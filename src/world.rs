@@ -98,7 +98,10 @@ pub struct SolverSettings {
     /// [`MAX_CPU_THREADS`]. Every stage that splits its work over threads splits items that are
     /// independent (pairs, manifolds of one color, bodies), so the results are bit for bit the
     /// same for every thread count; when the system cannot start the workers, the solver logs a
-    /// warning and runs on the calling thread, with the same results. The GPU solver ignores it.
+    /// warning and runs on the calling thread, with the same results. During a step the
+    /// workers do not sleep between its stages: they keep looking for work (spinning briefly,
+    /// then yielding the processor), so each keeps a core busy until the step returns; more
+    /// workers than cores only slow the step down. The GPU solver ignores it.
     pub cpu_threads: u32,
     /// The widest SIMD vectors the CPU solver's lane code may use. Default
     /// [`CpuLanes::Sixteen`]: the widest this processor has. Every width gives the same bits
