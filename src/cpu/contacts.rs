@@ -4,7 +4,7 @@
 
 use glam::{Mat3, Quat, Vec3, Vec4};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -1650,6 +1650,9 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
     // run of a color starts before the colors before it are stored); `stored`: the runs whose
     // velocities are stored, likewise.
     let (next, finished, stored) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    // Set when a thread unwinds out of its runs, so that the others stop waiting for it.
+    let poisoned = AtomicBool::new(false);
+    let wait = |counter: &AtomicUsize, value: usize| wait_for(counter, value, &poisoned);
     let (solving, impulses) = (Shared::new(&mut cs.solving), Shared::new(&mut cs.impulses));
     let (out, motions, taker) =
         (Shared::new(&mut cs.pass_out), Shared::new(&mut cs.motions), Shared::new(&mut cs.run_taker));
@@ -1665,11 +1668,11 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
     // Stores the velocities of the runs of color `c` in the pass at `base` that thread `me`
     // took, once every run of the color is done.
     let store = |base: usize, c: usize, me: u32| {
-        wait_for(&finished, base + first[c + 1]);
+        wait(&finished, base + first[c + 1]);
         let mut count = 0;
         for j in first[c]..first[c + 1] {
             // SAFETY: every run of the color is finished, after writing its taker and its
-            // velocities (the acquire in `wait_for` orders those writes before these reads),
+            // velocities (the acquire in `wait` orders those writes before these reads),
             // and no thread writes them again before `stored` passes the color.
             if unsafe { taker.slice(j..j + 1) }[0] != me {
                 continue;
@@ -1694,8 +1697,9 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
         stored.fetch_add(count, Ordering::AcqRel);
     };
     let take_runs = || {
+        let _unwinding = Poison(&poisoned);
         // Which thread took a run (`u32::MAX` marks none).
-        let me = rayon::current_thread_index().map_or(u32::MAX - 1, |i| i as u32);
+        let me = rayon::current_thread_index().expect("the passes run on the pool's threads") as u32;
         // The pass and color of the runs this thread took and has not stored yet.
         let mut taken = None;
         loop {
@@ -1712,7 +1716,7 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
             if g >= total {
                 return;
             }
-            wait_for(&stored, base + first[c]);
+            wait(&stored, base + first[c]);
             let r = range(c, j);
             // SAFETY: this thread alone took run `g`, so it alone touches its entry of
             // `run_taker` and its manifolds' ranges of `solving`, `impulses` and `pass_out`
@@ -1743,15 +1747,28 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
     });
 }
 
-/// Waits until `counter` reaches `value`: a short spin, then yielding the processor.
-fn wait_for(counter: &AtomicUsize, value: usize) {
+/// Waits until `counter` reaches `value`: a short spin, then yielding the processor. Panics
+/// when `poisoned` is set: the thread it waits for has panicked and will not count.
+fn wait_for(counter: &AtomicUsize, value: usize, poisoned: &AtomicBool) {
     let mut spins = 0u32;
     while counter.load(Ordering::Acquire) < value {
+        assert!(!poisoned.load(Ordering::Relaxed), "another thread of the colored passes panicked");
         if spins < 128 {
             std::hint::spin_loop();
             spins += 1;
         } else {
             std::thread::yield_now();
+        }
+    }
+}
+
+/// Sets its flag if dropped while its thread unwinds from a panic.
+struct Poison<'a>(&'a AtomicBool);
+
+impl Drop for Poison<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -1810,7 +1827,7 @@ impl<'a, T> Shared<'a, T> {
 
 /// The fewest manifolds per task when a stage splits its work over threads, and per run of a
 /// color when the colored passes do ([`solve_colors_shared`]); those passes stay on one thread
-/// when all the colors together hold fewer than two runs.
+/// when all the colors together hold fewer than twice as many manifolds.
 const PARALLEL_RUN: usize = 48;
 
 /// Manifolds of one color, or a run of them, in `colored` order: the manifolds, their
@@ -2023,8 +2040,9 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
 }
 
 /// The warm start's terms ([`WarmPoint`]) of the first sixteen, eight or four manifolds at
-/// `slots` (in `colored` order) in lanes (the same bits), else of the first one alone, written
-/// to `out` in the order of `slots`. Returns how many manifolds it took.
+/// `slots` (places in `colored` order, listed in any order) in lanes (the same bits), else of
+/// the first one alone, written to `out` in the order of `slots`. Returns how many manifolds
+/// it took.
 fn warm_terms(simd: Simd, slots: &[u32], cs: &ContactState, out: &mut [[WarmPoint; 4]]) -> usize {
     let (heads, impulses, prepared, motions) = (&cs.heads, &cs.impulses, &cs.prepared, &cs.motions);
     let n = [16, 8, 4].into_iter().find(|&n| n <= slots.len()).unwrap_or(1);

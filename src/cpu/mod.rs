@@ -45,13 +45,22 @@ where
 /// small scene's step each paid (pile of 1,005 on two threads, interleaved: 3.58-3.80 ->
 /// 3.39-3.51 ms a step; on eight threads over two cores 3.92-5.40 -> 3.57-3.81 ms). The other
 /// threads run any work the pool has while they wait (`rayon::yield_now`), spin briefly between
-/// looks, then yield the processor; they go back to rayon's sleep when `f` returns. Where the
-/// calling thread is not one of a pool's (no pool), `f` just runs.
+/// looks, then yield the processor; they go back to rayon's sleep when `f` returns or
+/// unwinds. Only one `f` may run on a pool at a time (the solver's pool lock): a worker that
+/// waited for one while running inside another's wait would hold both. Where the calling
+/// thread is not one of a pool's (no pool), `f` just runs.
 fn awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     use std::sync::atomic::{AtomicBool, Ordering};
     let Some(caller) = rayon::current_thread_index() else {
         return f();
     };
+    /// Sets `done` when `f` returns or unwinds, so that the others stop waiting either way.
+    struct Finish<'a>(&'a AtomicBool);
+    impl Drop for Finish<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
     let done = AtomicBool::new(false);
     rayon::scope(|s| {
         s.spawn_broadcast(|_, thread| {
@@ -72,9 +81,8 @@ fn awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
                 }
             }
         });
-        let out = f();
-        done.store(true, Ordering::Release);
-        out
+        let _finish = Finish(&done);
+        f()
     })
 }
 
@@ -107,8 +115,9 @@ pub struct CpuSolver {
     contacts_state: ContactState,
     steps: u64,
     stage_times: StageTimes,
-    /// The worker threads, when there are several (see [`crate::SolverSettings::cpu_threads`]).
-    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+    /// The worker threads, when there are several (see [`crate::SolverSettings::cpu_threads`]),
+    /// shared by the solver's clones, which step on it one at a time.
+    pool: Option<std::sync::Arc<std::sync::Mutex<rayon::ThreadPool>>>,
     /// The lane code it runs (see [`crate::SolverSettings::cpu_lanes`]).
     simd: lanes::Simd,
 }
@@ -138,7 +147,7 @@ impl CpuSolver {
                     })
                     .ok()
             })
-            .map(std::sync::Arc::new);
+            .map(|pool| std::sync::Arc::new(std::sync::Mutex::new(pool)));
         let mut contacts_state = ContactState::new(grid);
         contacts_state.parallel = pool.is_some();
         Ok(Self {
@@ -335,7 +344,12 @@ impl Solver for CpuSolver {
 
     fn step(&mut self) {
         match self.pool.clone() {
-            Some(pool) => pool.install(|| awake(|| self.step_here())),
+            Some(pool) => {
+                // One step at a time on the pool (see `awake`); a step that panicked leaves the
+                // pool as usable as before.
+                let pool = pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                pool.install(|| awake(|| self.step_here()))
+            }
             None => self.step_here(),
         }
     }
@@ -495,6 +509,57 @@ mod tests {
                 "{threads} threads: manifolds differ"
             );
         }
+    }
+
+    /// Clones share the worker threads: two stepped at once from two threads both finish (one
+    /// step at a time holds the pool), each with the bits of a clone stepped alone.
+    #[test]
+    fn clones_step_at_once() {
+        let solver = CpuSolver::new(&mixed_shapes_in_a_box(2, crate::CpuLanes::Sixteen)).expect("cpu");
+        let (mut a, mut b) = (solver.clone(), solver.clone());
+        let (sent, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let a = std::thread::spawn(move || {
+                a.step_many(20);
+                a
+            });
+            let b = std::thread::spawn(move || {
+                b.step_many(20);
+                b
+            });
+            let _ = sent.send((a.join().expect("a"), b.join().expect("b")));
+        });
+        let (a, b) = finished.recv_timeout(std::time::Duration::from_secs(300)).expect("both clones finished");
+        let mut alone = solver;
+        alone.step_many(20);
+        assert!(a.raw_bodies() == alone.raw_bodies() && b.raw_bodies() == alone.raw_bodies());
+    }
+
+    /// A panic inside a step kept awake comes back out of the pool instead of leaving the other
+    /// workers waiting for the step to end.
+    #[test]
+    fn a_panic_in_an_awake_step_comes_out() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
+        let (sent, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let caught = pool.install(|| {
+                std::panic::catch_unwind(|| {
+                    awake(|| {
+                        // Work for the others first, so that they are in their waiting loop.
+                        rayon::prelude::ParallelIterator::for_each(
+                            rayon::prelude::IntoParallelIterator::into_par_iter(0..64),
+                            |_| {
+                                std::hint::black_box(());
+                            },
+                        );
+                        panic!("inside the step")
+                    })
+                })
+            });
+            let _ = sent.send(caught.is_err());
+        });
+        let panicked = finished.recv_timeout(std::time::Duration::from_secs(60)).expect("the pool came back");
+        assert!(panicked);
     }
 
     /// Every lane width gives the same bits over a whole run: the mixed shapes (spheres, boxes,
