@@ -1551,7 +1551,7 @@ pub(crate) fn solve_manifolds(w: &mut BodyView, cs: &mut ContactState, pass: Pas
     // (whose averaging would still add zeros): then the pass is passed over, the same bits.
     if matches!(pass, Pass::Restitution)
         && cs.color_offsets[w.params.max_colors as usize] as usize == cs.solving.len()
-        && !cs.solving.iter().any(|m| bounces(w.params, m))
+        && !(cs.any_bouncy && cs.solving.iter().any(|m| bounces(w.params, m)))
     {
         return;
     }
@@ -1585,6 +1585,15 @@ fn passes(w: &BodyView, cs: &mut ContactState, pass: Pass, times: u32) {
     if matches!(pass, Pass::WarmStart) {
         for _ in 0..times {
             warm_start_bodies(cs, w.simd);
+        }
+        return;
+    }
+    // Restitution leaves a manifold that cannot bounce untouched (`restitution` returns before
+    // any arithmetic): with none that can, only the overflow's Jacobi pass is left (its
+    // averaging adds zeros, which the GPU's does too).
+    if matches!(pass, Pass::Restitution) && !cs.any_bouncy {
+        for _ in 0..times {
+            jacobi(w, cs, pass);
         }
         return;
     }
