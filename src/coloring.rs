@@ -29,6 +29,8 @@ pub struct ColoringScratch {
     adjacency: Vec<u32>,
     masks: Vec<u32>,
     before: Vec<u32>,
+    /// The uncolored constraints at the start of a round.
+    pending: Vec<u32>,
 }
 
 impl ColoringScratch {
@@ -92,10 +94,18 @@ pub fn color_graph(
     }
     resolve_conflicts(constraints, dynamic, colors, s, parallel);
     for round in 0..rounds {
+        s.pending.clear();
+        s.pending.extend((0..colors.len() as u32).filter(|&i| colors[i as usize] == NO_COLOR));
         // With every constraint colored and no conflict left, the remaining rounds change
         // nothing (the GPU runs them all; here they are skipped).
-        if !colors.contains(&NO_COLOR) {
+        if s.pending.is_empty() {
             break;
+        }
+        // A few left (a settled scene's new contacts, or the overflow a full palette leaves
+        // every round): only they and their bodies are visited.
+        if s.pending.len() * 8 <= colors.len() {
+            pending_round(constraints, dynamic, palette, round, colors, s);
+            continue;
         }
         // Masks of the colors held on each body.
         let (offsets, adjacency, held) = (&s.offsets, &s.adjacency, &*colors);
@@ -129,6 +139,51 @@ pub fn color_graph(
             colors.iter_mut().zip(constraints).enumerate().for_each(choose);
         }
         resolve_conflicts(constraints, dynamic, colors, s, parallel);
+    }
+}
+
+/// One round of [`color_graph`] over its uncolored constraints, `s.pending` (ascending),
+/// alone: the colors of the whole round. The masks are those of the uncolored constraints'
+/// bodies, the only ones read; and only a constraint colored in this round can lose its color,
+/// to a lower one colored in this round too: a constraint picks none of the colors its
+/// neighbours held, and those were in conflict with none below them.
+fn pending_round(
+    constraints: &[[u32; 2]],
+    dynamic: &[bool],
+    palette: u32,
+    round: u32,
+    colors: &mut [u32],
+    s: &mut ColoringScratch,
+) {
+    let (offsets, adjacency) = (&s.offsets, &s.adjacency);
+    let neighbours = |body: u32| &adjacency[offsets[body as usize] as usize..offsets[body as usize + 1] as usize];
+    for &i in &s.pending {
+        for &body in &constraints[i as usize] {
+            if dynamic[body as usize] {
+                let held = neighbours(body).iter().map(|&j| colors[j as usize]).filter(|&c| c != NO_COLOR);
+                s.masks[body as usize] = held.fold(0, |mask, c| mask | 1 << c);
+            }
+        }
+    }
+    for &i in &s.pending {
+        let pair = &constraints[i as usize];
+        let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | s.masks[b as usize]);
+        let free = !used & palette;
+        if free != 0 {
+            colors[i as usize] = pick(free, i, round);
+        }
+    }
+    // Decided on this snapshot, then applied (`resolve_conflicts`).
+    s.before.clear();
+    for &i in &s.pending {
+        let c = colors[i as usize];
+        let lower_same = |body: u32| neighbours(body).iter().take_while(|&&j| j < i).any(|&j| colors[j as usize] == c);
+        if c != NO_COLOR && constraints[i as usize].iter().any(|&b| dynamic[b as usize] && lower_same(b)) {
+            s.before.push(i);
+        }
+    }
+    for &i in &s.before {
+        colors[i as usize] = NO_COLOR;
     }
 }
 
@@ -232,6 +287,80 @@ mod tests {
                 assert!(*a == NO_COLOR || a == b, "a seeded color changed");
             }
         }
+    }
+
+    /// The rounds as the module's doc states them, every one over every constraint and body
+    /// (what the GPU runs), for comparison.
+    fn color_by_the_rules(
+        constraints: &[[u32; 2]],
+        dynamic: &[bool],
+        max_colors: u32,
+        rounds: u32,
+        colors: &mut [u32],
+    ) {
+        let on = |i: usize, j: usize| constraints[i].iter().any(|b| dynamic[*b as usize] && constraints[j].contains(b));
+        let resolve = |colors: &mut [u32]| {
+            let before = colors.to_vec();
+            for i in 0..colors.len() {
+                if before[i] != NO_COLOR && (0..i).any(|j| on(i, j) && before[j] == before[i]) {
+                    colors[i] = NO_COLOR;
+                }
+            }
+        };
+        for c in colors.iter_mut().filter(|c| **c >= max_colors) {
+            *c = NO_COLOR;
+        }
+        resolve(colors);
+        for round in 0..rounds {
+            let before = colors.to_vec();
+            for i in 0..colors.len() {
+                let used = (0..colors.len())
+                    .filter(|&j| j != i && on(i, j) && before[j] != NO_COLOR)
+                    .fold(0u32, |m, j| m | 1 << before[j]);
+                let free = !used & ((1u64 << max_colors) - 1) as u32;
+                if before[i] == NO_COLOR && free != 0 {
+                    colors[i] = pick(free, i as u32, round);
+                }
+            }
+            resolve(colors);
+        }
+    }
+
+    /// The rounds that visit only the uncolored constraints (`pending_round`) give the colors
+    /// of the full rounds: random graphs, some seeded with stale colors, with palettes small
+    /// enough that constraints overflow round after round.
+    #[test]
+    fn rounds_over_the_uncolored_alone_give_the_full_rounds_colors() {
+        let mut rng = Lcg(11);
+        let mut scratch = ColoringScratch::default();
+        let mut overflowed = 0;
+        for trial in 0..24 {
+            let bodies = 40 + trial * 5;
+            let dynamic: Vec<bool> = (0..bodies).map(|i| i % 5 != 0).collect();
+            let constraints: Vec<[u32; 2]> = (0..bodies * 3)
+                .map(|_| {
+                    let a = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                    let b = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                    [a.min(b), a.max(b).max(a.min(b) + 1)]
+                })
+                .collect();
+            // Palettes of 9 to 12 colors, seeded with a coloring over one more color: the
+            // constraints of the color dropped (about a tenth) start uncolored, so the rounds
+            // visit only them, and some find no color round after round. Every third trial
+            // starts from scratch instead (rounds over everything).
+            let max_colors = 9 + trial as u32 % 4;
+            let mut seeds = vec![NO_COLOR; constraints.len()];
+            if trial % 3 != 0 {
+                color_graph(&constraints, &dynamic, max_colors + 1, 8, &mut seeds, &mut scratch, false);
+            }
+            let (mut fast, mut full) = (seeds.clone(), seeds);
+            color_graph(&constraints, &dynamic, max_colors, 8, &mut fast, &mut scratch, false);
+            color_by_the_rules(&constraints, &dynamic, max_colors, 8, &mut full);
+            assert_eq!(fast, full, "trial {trial}");
+            check(&constraints, &dynamic, &fast, max_colors);
+            overflowed += usize::from(fast.contains(&NO_COLOR));
+        }
+        assert!(overflowed >= 8, "only {overflowed} trials kept constraints in the overflow");
     }
 
     #[test]
