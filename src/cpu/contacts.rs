@@ -89,7 +89,10 @@ pub(crate) struct ContactState {
     pub colored: Vec<u32>,
     /// Per body, how many overflow manifolds touch it (the Jacobi mass split).
     split: Vec<u32>,
-    /// Per overflow manifold, the velocity changes of its two sub-bodies: Δv_a, Δω_a, Δv_b, Δω_b.
+    /// The dynamic bodies that overflow manifolds touch, ascending.
+    overflow_bodies: Vec<u32>,
+    /// Per overflow manifold in `colored` order, the velocity changes of its two sub-bodies:
+    /// Δv_a, Δω_a, Δv_b, Δω_b.
     deltas: Vec<[Vec3; 4]>,
     /// Scratch: bucket cursors.
     scratch: Vec<u32>,
@@ -1512,6 +1515,9 @@ fn bucket_by_color(p: &StepParams, cs: &mut ContactState) {
         cs.split[m.body_a as usize] += 1;
         cs.split[m.body_b as usize] += 1;
     }
+    cs.overflow_bodies.clear();
+    let touched = |&b: &u32| cs.split[b as usize] > 0 && cs.dynamic[b as usize];
+    cs.overflow_bodies.extend((0..p.body_count).filter(touched));
 }
 
 /// (contacts, largest penetration) over the manifolds at the current positions.
@@ -2184,9 +2190,8 @@ fn jacobi(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         return;
     }
     cs.deltas.clear();
-    cs.deltas.resize(cs.manifolds.len(), [Vec3::ZERO; 4]);
+    cs.deltas.resize(overflow, [Vec3::ZERO; 4]);
     for k in start..cs.colored.len() {
-        let i = cs.colored[k] as usize;
         let (a, b) = (cs.solving[k].body_a as usize, cs.solving[k].body_b as usize);
         let split = |body: usize, m: Motion| Motion {
             inv_mass: m.inv_mass * cs.split[body] as f32,
@@ -2200,20 +2205,19 @@ fn jacobi(w: &BodyView, cs: &mut ContactState, pass: Pass) {
         with_impulses(&mut cs.solving[k], &mut cs.impulses[k], |m| {
             manifold_pass(w, m, prepared, &mut ma, &mut mb, pass, true)
         });
-        cs.deltas[i] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
+        cs.deltas[k - start] = [ma.v - ma0.v, ma.w - ma0.w, mb.v - mb0.v, mb.w - mb0.w];
     }
-    // Gather: each dynamic body averages its sub-bodies (the adjacency lists every manifold).
-    for body in 0..w.params.body_count as usize {
-        if cs.split[body] == 0 || !cs.dynamic[body] {
-            continue;
-        }
+    // Gather: each dynamic body of an overflow manifold averages its sub-bodies (the adjacency
+    // lists every manifold).
+    for &body in &cs.overflow_bodies {
+        let body = body as usize;
         let (mut dv, mut dw) = (Vec3::ZERO, Vec3::ZERO);
         for &i in cs.coloring.constraints_of(body) {
             let m = &cs.manifolds[i as usize];
             if m.color != OVERFLOW_COLOR {
                 continue;
             }
-            let d = &cs.deltas[i as usize];
+            let d = &cs.deltas[cs.slots[i as usize] as usize - start];
             if m.body_a as usize == body {
                 dv += d[0];
                 dw += d[1];
