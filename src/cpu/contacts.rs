@@ -387,6 +387,8 @@ pub(crate) struct SweepHead {
     pub b: u32,
     /// Whether its restitution is above zero.
     pub bouncy: bool,
+    /// Its number of points.
+    pub count: u8,
 }
 
 /// A grid item of the broad phase in sorted order (see `ContactState::sorted`).
@@ -1428,7 +1430,7 @@ pub(crate) fn color(w: &BodyView, cs: &mut ContactState) {
     });
     super::fill_indexed(&mut cs.heads, colored.len(), cs.parallel, PARALLEL_RUN, |k| {
         let m = &solving[k];
-        SweepHead { a: m.body_a, b: m.body_b, bouncy: m.restitution > 0.0 }
+        SweepHead { a: m.body_a, b: m.body_b, bouncy: m.restitution > 0.0, count: m.count as u8 }
     });
     cs.any_bouncy = cs.heads.iter().any(|h| h.bouncy);
     cs.slots.clear();
@@ -2004,14 +2006,15 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
         // gets the additions of the gather below in the same order, with one visit per point.
         // Each point's impulse and its angular effect on each body (which depend on no
         // velocity) come first, sixteen manifolds at a time in lanes. The bodies and count come
-        // from the pair-ordered `manifolds`, read in order.
+        // from the heads (12 bytes a manifold, where the manifolds' own words lie 384 apart).
         let mut terms = [[WarmPoint::default(); 4]; 16];
         let mut k = 0;
         while k < cs.manifolds.len() {
             let n = warm_terms(simd, &cs.slots[k..], cs, &mut terms);
-            for (m, t) in cs.manifolds[k..k + n].iter().zip(&terms) {
-                let (a, b) = (m.body_a as usize, m.body_b as usize);
-                for t in &t[..m.count as usize] {
+            for (&slot, t) in cs.slots[k..k + n].iter().zip(&terms) {
+                let h = cs.heads[slot as usize];
+                let (a, b) = (h.a as usize, h.b as usize);
+                for t in &t[..h.count as usize] {
                     let j = t.impulse();
                     if cs.dynamic[a] {
                         cs.motions[a].apply_turn(-j, t.turn_a());
@@ -2039,15 +2042,15 @@ fn warm_start_bodies(cs: &mut ContactState, simd: Simd) {
         }
     });
     cs.warm = warm;
-    let (manifolds, warm, dynamic, coloring) = (&cs.manifolds, &cs.warm, &cs.dynamic, &cs.coloring);
+    let (heads, slots, warm, dynamic, coloring) = (&cs.heads, &cs.slots, &cs.warm, &cs.dynamic, &cs.coloring);
     cs.motions.par_iter_mut().enumerate().with_min_len(4 * PARALLEL_RUN).for_each(|(i, motion)| {
         if !dynamic[i] {
             return;
         }
         for &k in coloring.constraints_of(i) {
-            let m = &manifolds[k as usize];
-            let a_side = m.body_a as usize == i;
-            for t in &warm[k as usize][..m.count as usize] {
+            let h = &heads[slots[k as usize] as usize];
+            let a_side = h.a as usize == i;
+            for t in &warm[k as usize][..h.count as usize] {
                 if a_side {
                     motion.apply_turn(-t.impulse(), t.turn_a());
                 } else {
