@@ -1632,20 +1632,22 @@ fn passes(w: &BodyView, cs: &mut ContactState, pass: Pass, times: u32) {
     }
 }
 
-/// The colored passes of [`passes`] split over the worker threads, all colors in one go: each
-/// color is cut into runs (about four per thread, in multiples of sixteen manifolds, the
-/// widest sweeps' groups), and the threads take the runs in order from a shared counter. A run
-/// starts once every run of the colors before its own is done and their velocities are stored.
-/// Each run reads the velocities before its color and writes its manifolds' impulses and its
-/// bodies' velocities after the pass to `pass_out`; once every run of the color is done, each
-/// thread stores the velocities of the runs it took (the manifolds of a color share no dynamic
-/// body: `ContactState::colors_disjoint`). The same arithmetic as on one thread, so the same
-/// bits, whichever thread takes which run.
+/// The colored passes of [`passes`] split over the worker threads, every color of all `times`
+/// passes in one go: each color is cut into runs (about four per thread, in multiples of sixteen
+/// manifolds, the widest sweeps' groups), and the threads take the runs in order from a shared
+/// counter. A run starts once every run of the colors before its own is done and their velocities
+/// are stored. Each run reads the velocities before its color and writes its manifolds' impulses
+/// and its bodies' velocities after the pass to `pass_out`; once every run of the color is done,
+/// each thread stores the velocities of the runs it took (the manifolds of a color share no dynamic
+/// body: `ContactState::colors_disjoint`). The same arithmetic as on one thread, so the same bits,
+/// whichever thread takes which run.
 ///
-/// Against a parallel iterator per color, the threads meet at a counter between colors instead
-/// of parting and joining (a few microseconds each, which small colors do not repay), and a
-/// thread that comes late, or never, only leaves more runs to the others: no thread waits for
-/// another to start, only for runs that a running thread has taken.
+/// Against a parallel iterator per color, the threads meet at a counter between colors instead of
+/// parting and joining (a few microseconds each, which small colors do not repay), and a thread
+/// that comes late, or never, only leaves more runs to the others: no thread waits for another to
+/// start, only for runs that a running thread has taken. A thread that panics sets a flag on its
+/// way out, and the threads waiting for its runs panic too, so that the panic comes out of the pool
+/// instead of leaving them waiting.
 fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (Soft, Soft), times: u32) {
     debug_assert!(cs.colors_disjoint);
     let colors = w.params.max_colors as usize;
