@@ -260,19 +260,24 @@ mod tests {
         }
     }
 
+    /// Three constraints per body between random pairs of distinct bodies, lower index first.
+    fn random_constraints(rng: &mut Lcg, bodies: usize) -> Vec<[u32; 2]> {
+        (0..bodies * 3)
+            .map(|_| {
+                let a = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                let b = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
+                [a.min(b), a.max(b).max(a.min(b) + 1)]
+            })
+            .collect()
+    }
+
     #[test]
     fn random_graphs_are_colored_validly() {
         let mut rng = Lcg(3);
         for trial in 0..20 {
             let bodies = 50 + trial * 10;
             let dynamic: Vec<bool> = (0..bodies).map(|i| i % 7 != 0).collect();
-            let constraints: Vec<[u32; 2]> = (0..bodies * 3)
-                .map(|_| {
-                    let a = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
-                    let b = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
-                    [a.min(b), a.max(b).max(a.min(b) + 1)]
-                })
-                .collect();
+            let constraints = random_constraints(&mut rng, bodies);
             let mut colors = vec![NO_COLOR; constraints.len()];
             let mut scratch = ColoringScratch::default();
             color_graph(&constraints, &dynamic, 24, 8, &mut colors, &mut scratch, false);
@@ -337,13 +342,7 @@ mod tests {
         for trial in 0..24 {
             let bodies = 40 + trial * 5;
             let dynamic: Vec<bool> = (0..bodies).map(|i| i % 5 != 0).collect();
-            let constraints: Vec<[u32; 2]> = (0..bodies * 3)
-                .map(|_| {
-                    let a = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
-                    let b = ((rng.next_centered() + 0.5) * (bodies - 1) as f32) as u32;
-                    [a.min(b), a.max(b).max(a.min(b) + 1)]
-                })
-                .collect();
+            let constraints = random_constraints(&mut rng, bodies);
             // Palettes of 9 to 12 colors, seeded with a coloring over one more color: the
             // constraints of the color dropped (about a tenth) start uncolored, so the rounds
             // visit only them, and some find no color round after round. Every third trial

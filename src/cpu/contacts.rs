@@ -1762,12 +1762,7 @@ fn solve_colors_shared(w: &BodyView, cs: &mut ContactState, pass: Pass, softs: (
             taken = Some((base, c));
         }
     };
-    rayon::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(|_| take_runs());
-        }
-        take_runs();
-    });
+    super::on_threads(threads, &take_runs);
 }
 
 /// Waits until `counter` reaches `value`: a short spin, then yielding the processor. Panics

@@ -47,8 +47,8 @@ where
 /// threads run any work the pool has while they wait (`rayon::yield_now`), spin briefly between
 /// looks, then yield the processor; they go back to rayon's sleep when `f` returns or
 /// unwinds. Only one `f` may run on a pool at a time (the solver's pool lock): a worker that
-/// waited for one while running inside another's wait would hold both. Where the calling
-/// thread is not one of a pool's (no pool), `f` just runs.
+/// waited for one while running inside another's wait would hold both. Nothing is allocated
+/// ([`on_threads`]). Where the calling thread is not one of a pool's (no pool), `f` just runs.
 fn awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     use std::sync::atomic::{AtomicBool, Ordering};
     let Some(caller) = rayon::current_thread_index() else {
@@ -62,28 +62,44 @@ fn awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         }
     }
     let done = AtomicBool::new(false);
-    rayon::scope(|s| {
-        s.spawn_broadcast(|_, thread| {
-            // The caller's own copy (it runs it whenever it next looks for work) has nothing
-            // to wait for.
-            if thread.index() == caller {
-                return;
+    let wait = || {
+        // A copy that the caller itself takes (one that no other thread took while `f` ran,
+        // or one it picks up while `f` waits) has nothing to wait for.
+        if rayon::current_thread_index() == Some(caller) {
+            return;
+        }
+        let mut idle = 0u32;
+        while !done.load(Ordering::Acquire) {
+            if rayon::yield_now() == Some(rayon::Yield::Executed) {
+                idle = 0;
+            } else if idle < 256 {
+                idle += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
-            let mut idle = 0u32;
-            while !done.load(Ordering::Acquire) {
-                if rayon::yield_now() == Some(rayon::Yield::Executed) {
-                    idle = 0;
-                } else if idle < 256 {
-                    idle += 1;
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        });
-        let _finish = Finish(&done);
-        f()
-    })
+        }
+    };
+    let (out, ()) = rayon::join(
+        || {
+            let _finish = Finish(&done);
+            f()
+        },
+        || on_threads(rayon::current_num_threads() - 1, &wait),
+    );
+    out
+}
+
+/// Runs `f` on up to `n` threads of the current pool at once: the calling thread, and through
+/// nested `rayon::join`s (jobs on the stack: nothing is allocated) the threads that take the
+/// rest. A part that no other thread takes, the calling thread runs after its own, so `f` must
+/// not wait for a given number of threads to come.
+pub(crate) fn on_threads(n: usize, f: &(impl Fn() + Sync)) {
+    if n <= 1 {
+        f();
+    } else {
+        rayon::join(f, || on_threads(n - 1, f));
+    }
 }
 
 /// Adds the time since the last lap to one stage group.
