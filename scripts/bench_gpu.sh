@@ -7,6 +7,7 @@
 #   cargo build --release --examples                       # here
 #   LABEL=<commit> scripts/bench_gpu.sh OUT_DIR [BENCH]    # there (see ../shared/gpu/README.md)
 # `--quick` as the third argument runs every scene small and short (a smoke test on any adapter).
+# Each run has a time limit (the machine's time is short); the whole runs in about ten minutes at most.
 set -euo pipefail
 out=${1:?usage: scripts/bench_gpu.sh OUT_DIR [BENCH_BINARY] [--quick]}
 bin=${2:-target/release/examples/bench}
@@ -14,34 +15,41 @@ quick=${3:-}
 label=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out"
 
-# run NAME ARGS...: one bench run, its JSON in OUT_DIR/NAME.json and its table on stdout.
+# run NAME LIMIT ARGS...: one bench run of at most LIMIT seconds, its JSON in OUT_DIR/NAME.json
+# and its table on stdout. A run that fails or runs out of time is reported and the rest go on:
+# device time is short, and one scene's fault should not cost the others' figures.
 run() {
-  local name=$1
-  shift
-  echo "== $name"
-  "$bin" --label "$label" --json "$out/$name.json" "$@"
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name ($(date +%T))"
+  local rc=0
+  timeout "$limit" "$bin" --label "$label" --json "$out/$name.json" "$@" || rc=$?
+  if ((rc != 0)); then echo "!! $name failed with status $rc (124: over its $limit s)"; fi
 }
 
 if [[ $quick == --quick ]]; then
   gpu=(--backend gpu --batch 5 --warmup 5 --steps 10)
-  run pile-1000 --scene pile --bodies 1000 "${gpu[@]}"
-  run large-pyramid --scene pyramid --bodies 20 "${gpu[@]}"
-  run particle-bowl-10000 --scene particle-bowl --bodies 10000 "${gpu[@]}"
-  run cpu-pile-1000-vs-rapier --scene pile --bodies 1000 --backend cpu --cpu-threads 2 \
+  run pile-1000 120 --scene pile --bodies 1000 "${gpu[@]}"
+  run large-pyramid 120 --scene pyramid --bodies 20 "${gpu[@]}"
+  run particle-bowl-10000 120 --scene particle-bowl --bodies 10000 "${gpu[@]}"
+  run cpu-pile-1000-vs-rapier 120 --scene pile --bodies 1000 --backend cpu --cpu-threads 2 \
     --compare rapier --rapier-threads 2 --warmup 5 --steps 5
 else
-  gpu=(--backend gpu --batch 30)
-  for n in 1000 10000 100000 1000000; do
-    run "pile-$n" --scene pile --bodies "$n" "${gpu[@]}" --warmup 60 --steps 60
-  done
-  run large-pyramid --scene large-pyramid "${gpu[@]}" --warmup 60 --steps 120
-  run many-pyramids --scene many-pyramids "${gpu[@]}" --warmup 60 --steps 120
-  run convex-pile --scene convex-pile "${gpu[@]}" --warmup 60 --steps 60
-  for n in 100000 1000000; do
-    run "particle-bowl-$n" --scene particle-bowl --bodies "$n" "${gpu[@]}" --warmup 30 --steps 30
-  done
-  run cpu-pile-100000-vs-rapier --scene pile --bodies 100000 --backend cpu --cpu-threads 16 \
+  # The targets' scenes first, so that a run cut short still has them. Batches of 20 steps:
+  # the timestamps time each batch's last step, so 120 steps give six samples.
+  gpu=(--backend gpu --batch 20)
+  run pile-1000 60 --scene pile --bodies 1000 "${gpu[@]}" --warmup 60 --steps 120
+  run large-pyramid 60 --scene large-pyramid "${gpu[@]}" --warmup 60 --steps 120
+  run pile-100000 90 --scene pile --bodies 100000 "${gpu[@]}" --warmup 60 --steps 120
+  run pile-1000000 120 --scene pile --bodies 1000000 "${gpu[@]}" --warmup 60 --steps 60
+  run cpu-pile-100000-vs-rapier 120 --scene pile --bodies 100000 --backend cpu --cpu-threads 16 \
     --compare rapier --rapier-threads 16 --warmup 60 --steps 20
+  run pile-10000 60 --scene pile --bodies 10000 "${gpu[@]}" --warmup 60 --steps 120
+  run many-pyramids 60 --scene many-pyramids "${gpu[@]}" --warmup 60 --steps 120
+  run convex-pile 60 --scene convex-pile "${gpu[@]}" --warmup 60 --steps 120
+  for n in 100000 1000000; do
+    run "particle-bowl-$n" 90 --scene particle-bowl --bodies "$n" "${gpu[@]}" --warmup 30 --steps 60
+  done
 fi
 
 # The medians, one line per run (the JSON holds everything else).
