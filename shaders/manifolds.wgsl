@@ -584,18 +584,11 @@ fn bucket_args(@builtin(local_invocation_index) lid: u32) {
         // The Jacobi gather, after the last bucket's (the overflow's) arguments: one thread per
         // body as `dispatch_grid` lays them out, or nothing when no constraint overflowed.
         let overflow = total - work[work_layout.histogram + (buckets - 1u) * work_layout.histogram_groups];
-        let groups = (params.body_count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-        var y = 1u;
-        if groups > MAX_WORKGROUPS_PER_DIMENSION {
-            y = (groups + MAX_WORKGROUPS_PER_DIMENSION - 1u) / MAX_WORKGROUPS_PER_DIMENSION;
-        }
-        var x = (groups + y - 1u) / y;
+        var groups = (params.body_count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
         if overflow == 0u {
-            x = 0u;
+            groups = 0u;
         }
-        args[work_layout.args + 3u * buckets] = x;
-        args[work_layout.args + 3u * buckets + 1u] = y;
-        args[work_layout.args + 3u * buckets + 2u] = 1u;
+        write_grid(buckets, groups);
     }
     if lid >= buckets {
         return;
@@ -606,10 +599,21 @@ fn bucket_args(@builtin(local_invocation_index) lid: u32) {
         end = work[work_layout.histogram + (lid + 1u) * work_layout.histogram_groups];
     }
     work[work_layout.bucket_offsets + lid] = start;
-    let groups = (end - start + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-    args[work_layout.args + 3u * lid] = groups;
-    args[work_layout.args + 3u * lid + 1u] = 1u;
-    args[work_layout.args + 3u * lid + 2u] = 1u;
+    write_grid(lid, (end - start + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE);
+}
+
+// Indirect arguments `slot` for `groups` workgroups, laid out as `dispatch_grid` lays them (a
+// second dimension once one would pass MAX_WORKGROUPS_PER_DIMENSION): no argument ever exceeds
+// the limit, which lets the device skip wgpu's validation of indirect calls (`GpuContext::new`).
+fn write_grid(slot: u32, groups: u32) {
+    var y = 1u;
+    if groups > MAX_WORKGROUPS_PER_DIMENSION {
+        y = (groups + MAX_WORKGROUPS_PER_DIMENSION - 1u) / MAX_WORKGROUPS_PER_DIMENSION;
+    }
+    var x = (groups + y - 1u) / y;
+    args[work_layout.args + 3u * slot] = x;
+    args[work_layout.args + 3u * slot + 1u] = y;
+    args[work_layout.args + 3u * slot + 2u] = 1u;
 }
 
 // Per dynamic body: how many overflow manifolds touch it (the Jacobi mass split).

@@ -95,6 +95,8 @@ pub(crate) struct GpuContacts {
     rounds: u32,
     /// Pairs and manifolds wanted beyond capacity in the last step read back (0 when they fit).
     pub dropped: u32,
+    /// Whether a step has already warned that the buffers are at the device's limit.
+    pub at_limit_warned: bool,
 }
 
 /// Words of the header at the start of the arena.
@@ -411,6 +413,7 @@ impl GpuContacts {
             max_colors: params.max_colors,
             rounds: params.coloring_rounds,
             dropped: 0,
+            at_limit_warned: false,
         })
     }
 

@@ -54,6 +54,23 @@ impl std::fmt::Display for AdapterSummary {
     }
 }
 
+/// The instance's settings from the environment, less wgpu's validation of indirect calls.
+///
+/// That validation puts a one-workgroup dispatch, its barriers and a rebinding of the pipeline
+/// and bind groups before every indirect dispatch; a step makes one per color in every pass (over
+/// two hundred). The solver writes its own indirect arguments and keeps each within the
+/// per-dimension limit (`write_grid` in `manifolds.wgsl`), so nothing is left to validate. It
+/// stays on where turning it off is not safe for these shaders (on Windows, whose D3D12 backend
+/// then reports `num_workgroups` as zero, which the shaders' thread index reads) and where
+/// `WGPU_VALIDATION_INDIRECT_CALL` asks for it.
+fn instance_descriptor() -> wgpu::InstanceDescriptor {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if !cfg!(windows) && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+        descriptor.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+    }
+    descriptor
+}
+
 /// A wgpu device and queue for the solvers to use.
 #[derive(Clone, Debug)]
 pub struct GpuContext {
@@ -80,7 +97,7 @@ impl GpuContext {
     /// [`Error::NoAdapter`] when no adapter matches (the message says how to install a
     /// software one), [`Error::RequestDevice`] when the adapter refuses a device.
     pub async fn new_async() -> Result<Self> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = wgpu::Instance::new(instance_descriptor());
         let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
             Ok(wanted) => {
                 let wanted = wanted.to_lowercase();

@@ -206,8 +206,9 @@ impl GpuSolver {
             clock: None,
         };
         if body_contacts {
-            // Room for about six pairs and manifolds a body; grown when a step needs more.
-            let capacity = (6 * body_count).max(1024);
+            // Room for about six pairs and manifolds a body, as far as the device's bindings allow;
+            // grown when a step needs more.
+            let capacity = (6 * body_count).max(1024).min(contact_capacity_limit(&solver.device.limits()));
             solver.build_contacts(capacity, capacity)?;
         }
         Ok(solver)
@@ -262,10 +263,27 @@ impl GpuSolver {
         let layout = contacts.layout;
         contacts.dropped =
             pairs.saturating_sub(layout.pair_capacity).max(manifolds.saturating_sub(layout.manifold_capacity));
-        if pairs > layout.pair_capacity || manifolds > layout.manifold_capacity {
+        let limit = contact_capacity_limit(&self.device.limits());
+        let (pair_capacity, manifold_capacity) = (
+            grown_capacity(pairs, layout.pair_capacity, limit),
+            grown_capacity(manifolds, layout.manifold_capacity, limit),
+        );
+        if contacts.dropped > 0
+            && pair_capacity == layout.pair_capacity
+            && manifold_capacity == layout.manifold_capacity
+        {
+            // At the device's limit: the steps go on without what did not fit, and say so in
+            // `StepStats::dropped`.
+            if !contacts.at_limit_warned {
+                contacts.at_limit_warned = true;
+                log::warn!(
+                    "{} contacts dropped: the contact buffers hold at most {limit} pairs and manifolds on this device",
+                    contacts.dropped
+                );
+            }
+        } else if pair_capacity > layout.pair_capacity || manifold_capacity > layout.manifold_capacity {
             let dropped = contacts.dropped;
-            let grow = |wanted: u32, cap: u32| if wanted > cap { (wanted + wanted / 2).max(2 * cap) } else { cap };
-            self.build_contacts(grow(pairs, layout.pair_capacity), grow(manifolds, layout.manifold_capacity))?;
+            self.build_contacts(pair_capacity, manifold_capacity)?;
             if let Some(c) = self.contacts_stages.as_mut() {
                 c.dropped = dropped;
             }
@@ -715,6 +733,22 @@ fn check_kernel_limits(limits: &wgpu::Limits) -> Result<()> {
 }
 
 /// Checks a storage buffer against the device's binding and buffer size limits.
+/// The most pairs, and manifolds, the contact stages can hold on a device with `limits`: each
+/// pair has a manifold-sized candidate, and all of them are one storage binding.
+pub(crate) fn contact_capacity_limit(limits: &wgpu::Limits) -> u32 {
+    let bytes = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    u32::try_from(bytes / size_of::<crate::layout::GpuManifold>() as u64).unwrap_or(u32::MAX)
+}
+
+/// The capacity for `wanted` items where `capacity` are held and the device allows `limit`:
+/// half as much again as wanted (at least double), no more than the limit, never less than held.
+fn grown_capacity(wanted: u32, capacity: u32, limit: u32) -> u32 {
+    if wanted <= capacity {
+        return capacity;
+    }
+    wanted.saturating_add(wanted / 2).max(capacity.saturating_mul(2)).min(limit).max(capacity)
+}
+
 pub(crate) fn storage_fits(limits: &wgpu::Limits, what: &'static str, bytes: u64) -> Result<()> {
     if bytes > limits.max_storage_buffer_binding_size {
         return Err(Error::BufferTooLarge {
@@ -733,4 +767,36 @@ pub(crate) fn storage_fits(limits: &wgpu::Limits, what: &'static str, bytes: u64
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contact_capacity_stops_at_the_binding_limit() {
+        let limits = wgpu::Limits { max_storage_buffer_binding_size: 2_147_483_644, ..wgpu::Limits::default() };
+        let limit = contact_capacity_limit(&wgpu::Limits { max_buffer_size: u64::MAX, ..limits });
+        let manifold = size_of::<crate::layout::GpuManifold>() as u64;
+        assert_eq!(limit as u64, 2_147_483_644 / manifold);
+        // The smaller of the two limits binds.
+        let small = contact_capacity_limit(&wgpu::Limits { max_buffer_size: 1 << 20, ..limits });
+        assert_eq!(small as u64, (1 << 20) / manifold);
+    }
+
+    #[test]
+    fn capacities_grow_by_half_again_up_to_the_limit_and_never_shrink() {
+        // Enough room: unchanged.
+        assert_eq!(grown_capacity(100, 100, 1_000), 100);
+        // Half as much again as wanted, at least double what is held.
+        assert_eq!(grown_capacity(300, 100, 1_000), 450);
+        assert_eq!(grown_capacity(120, 100, 1_000), 200);
+        // Never past the limit, and once there it stays (the caller then reports the drops).
+        assert_eq!(grown_capacity(900, 400, 1_000), 1_000);
+        assert_eq!(grown_capacity(5_000, 1_000, 1_000), 1_000);
+        // A capacity already above a smaller limit is not shrunk.
+        assert_eq!(grown_capacity(5_000, 2_000, 1_000), 2_000);
+        // No overflow near u32::MAX.
+        assert_eq!(grown_capacity(u32::MAX, 10, u32::MAX), u32::MAX);
+    }
 }
