@@ -151,10 +151,7 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<fu
     var residual = 0.0;
     var compliance = 0.0;
     var j_min = 3.4028235e38;
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= m.count {
-            break;
-        }
+    for (var k = 0u; k < m.count; k++) {
         let c = m.points[k];
         if loaded_only && c.normal_impulse <= 0.0 {
             continue;
@@ -196,10 +193,7 @@ fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geomet
     var taking = 0.0;
     var ra = vec3<f32>(0.0);
     var rb = vec3<f32>(0.0);
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         if share < 0.0 && (*m).points[k].normal_impulse <= 0.0 {
             continue;
         }
@@ -223,10 +217,7 @@ fn bounces(m: Manifold) -> bool {
     if m.restitution <= 0.0 {
         return false;
     }
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= m.count {
-            break;
-        }
+    for (var k = 0u; k < m.count; k++) {
         if m.points[k].approach_velocity <= -params.restitution_threshold {
             return true;
         }
@@ -250,10 +241,7 @@ fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: p
     let a0 = *ma;
     let b0 = *mb;
     var acted = false;
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         let c = (*m).points[k];
         if c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
             continue;
@@ -295,10 +283,7 @@ fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: p
     (*ma).w = a0.w + alpha * ((*ma).w - a0.w);
     (*mb).v = b0.v + alpha * ((*mb).v - b0.v);
     (*mb).w = b0.w + alpha * ((*mb).w - b0.w);
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         (*m).points[k].normal_impulse -= (1.0 - alpha) * (*m).points[k].restitution_impulse;
     }
 }
@@ -320,20 +305,14 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     var k_n: array<f32, 4>;
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         let g = geometry_of(*m, (*m).points[k]);
         geo[k] = g;
         bias[k] = contact_bias(soft, g.separation, use_bias);
         k_n[k] = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
     }
     coarse_correction(m, &geo, &bias, &k_n, ma, mb);
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         let g = geo[k];
         let b = bias[k];
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
@@ -345,10 +324,7 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         (*m).points[k].max_normal_impulse = max(c.max_normal_impulse, applied);
         (*m).absorbed -= apply_at(ma, mb, g, applied * n, track);
     }
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= (*m).count {
-            break;
-        }
+    for (var k = 0u; k < (*m).count; k++) {
         let g = geo[k];
         let inv_mass = (*ma).inv_mass + (*mb).inv_mass;
         let k11 = dot3(t1, t1) * inv_mass + rotational(*ma, g.ra, t1, t1) + rotational(*mb, g.rb, t1, t1);
@@ -392,25 +368,9 @@ fn color_pass(k: u32, which: u32) {
     var ma = motion_of(m.body_a, 1.0);
     var mb = motion_of(m.body_b, 1.0);
     manifold_pass(&m, &ma, &mb, which);
-    store_impulses(i, m);
+    manifolds[i] = m;
     store(m.body_a, ma);
     store(m.body_b, mb);
-}
-
-// Writes back what a pass changes in manifold `i` (its impulses and absorbed energy) rather
-// than all 384 bytes of it: every pass of every step does this for every manifold.
-fn store_impulses(i: u32, m: Manifold) {
-    manifolds[i].absorbed = m.absorbed;
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= m.count {
-            break;
-        }
-        manifolds[i].points[k].normal_impulse = m.points[k].normal_impulse;
-        manifolds[i].points[k].tangent_impulse_1 = m.points[k].tangent_impulse_1;
-        manifolds[i].points[k].tangent_impulse_2 = m.points[k].tangent_impulse_2;
-        manifolds[i].points[k].max_normal_impulse = m.points[k].max_normal_impulse;
-        manifolds[i].points[k].restitution_impulse = m.points[k].restitution_impulse;
-    }
 }
 
 fn jacobi_pass(k: u32, which: u32) {
@@ -426,7 +386,7 @@ fn jacobi_pass(k: u32, which: u32) {
     var ma = a0;
     var mb = b0;
     manifold_pass(&m, &ma, &mb, which);
-    store_impulses(i, m);
+    manifolds[i] = m;
     deltas[4u * i] = vec4<f32>(ma.v - a0.v, 0.0);
     deltas[4u * i + 1u] = vec4<f32>(ma.w - a0.w, 0.0);
     deltas[4u * i + 2u] = vec4<f32>(mb.v - b0.v, 0.0);
@@ -459,10 +419,7 @@ fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     var ma = motion_of(m.body_a, 1.0);
     var mb = motion_of(m.body_b, 1.0);
     let basis = tangent_basis(m.normal);
-    for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-        if k >= m.count {
-            break;
-        }
+    for (var k = 0u; k < m.count; k++) {
         m.absorbed -= apply_at(&ma, &mb, geometry_of(m, m.points[k]), warm_impulse(m, basis, k), true);
     }
     manifolds[i].absorbed = m.absorbed;
@@ -575,10 +532,7 @@ fn manifold_stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     if i < work[1] {
         let m = manifolds[i];
         out.contacts = m.count;
-        for (var k = 0u; k < MAX_MANIFOLD_POINTS; k++) {
-            if k >= m.count {
-                break;
-            }
+        for (var k = 0u; k < m.count; k++) {
             out.max_penetration = max(out.max_penetration, -geometry_of(m, m.points[k]).separation);
         }
     }
