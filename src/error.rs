@@ -86,6 +86,14 @@ pub enum Error {
         /// The wgpu limit's name.
         limit_name: &'static str,
     },
+    /// The device ran out of memory while the solver made its buffers.
+    #[error("the GPU ran out of memory for {what} ({details}); use fewer bodies or a device with more memory")]
+    OutOfMemory {
+        /// What was being made.
+        what: &'static str,
+        /// What wgpu reported.
+        details: String,
+    },
     /// The device's limits are below what the solver's kernels need.
     #[error("the device allows {available} for {limit_name}; the solver needs {required}")]
     DeviceLimit {

@@ -29,7 +29,9 @@ pub struct StepStats {
     /// narrow phase (see [`SolverSettings::recycle_contacts`](crate::SolverSettings::recycle_contacts)).
     pub recycled: u32,
     /// Pairs or manifolds that did not fit the GPU's buffers in the last step read back; the
-    /// buffers grow for the next step. Always 0 on the CPU.
+    /// buffers grow for the next step, up to what one binding of the device holds (5,592,405
+    /// pairs and manifolds where a binding is 2 GiB), and past that the steps go on without
+    /// what did not fit. Always 0 on the CPU.
     pub dropped: u32,
     /// Particle-body contacts dropped in the last step because a particle touched more than
     /// [`PARTICLE_BODY_SLOTS`](crate::particles::PARTICLE_BODY_SLOTS) bodies at once.

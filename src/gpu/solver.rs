@@ -77,8 +77,19 @@ impl GpuSolver {
     ///
     /// # Errors
     /// [`Error::BufferTooLarge`] when a buffer the scene needs exceeds the device's limits,
-    /// [`Error::DeviceLimit`] when the device cannot run the kernels at all.
+    /// [`Error::DeviceLimit`] when the device cannot run the kernels at all,
+    /// [`Error::OutOfMemory`] when the device has not the memory for the buffers.
     pub fn new(ctx: &GpuContext, world: &World) -> Result<Self> {
+        let scope = ctx.device().push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let made = Self::make(ctx, world);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::OutOfMemory { what: "the solver's buffers", details: e.to_string() });
+        }
+        made
+    }
+
+    /// [`Self::new`], within its error scope.
+    fn make(ctx: &GpuContext, world: &World) -> Result<Self> {
         let device = ctx.device().clone();
         let queue = ctx.queue().clone();
         let mut packed = Packed::new(world);
@@ -217,6 +228,24 @@ impl GpuSolver {
     /// (Re)builds the contact stages with the given capacities, the statistics buffer to match,
     /// and the per-body bind group that binds it. Warm starting restarts.
     fn build_contacts(&mut self, pair_capacity: u32, manifold_capacity: u32) -> Result<()> {
+        // The buffers come to gigabytes in large scenes: running out of memory is an error here,
+        // not wgpu's default panic, and a step that could not grow keeps the buffers it had.
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let built = self.make_contacts(pair_capacity, manifold_capacity);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::OutOfMemory { what: "the contact buffers", details: e.to_string() });
+        }
+        let (stats, contacts) = built?;
+        self.body_buffers[8] = stats.clone();
+        let refs: Vec<&wgpu::Buffer> = self.body_buffers.iter().collect();
+        self.bind_group = kernels::bind(&self.device, "step_bindings", &self.body_layout, &body_slots(), &refs);
+        self.stats = stats;
+        self.contacts_stages = Some(contacts);
+        Ok(())
+    }
+
+    /// The statistics buffer and the contact stages for [`Self::build_contacts`].
+    fn make_contacts(&self, pair_capacity: u32, manifold_capacity: u32) -> Result<(wgpu::Buffer, GpuContacts)> {
         let limits = self.device.limits();
         let groups =
             self.params.body_count.div_ceil(STATS_WORKGROUP_SIZE).max(1) + GpuContacts::stats_groups(manifold_capacity);
@@ -246,12 +275,7 @@ impl GpuSolver {
             pair_capacity,
             manifold_capacity,
         )?;
-        self.body_buffers[8] = stats.clone();
-        let refs: Vec<&wgpu::Buffer> = self.body_buffers.iter().collect();
-        self.bind_group = kernels::bind(&self.device, "step_bindings", &self.body_layout, &body_slots(), &refs);
-        self.stats = stats;
-        self.contacts_stages = Some(contacts);
-        Ok(())
+        Ok((stats, contacts))
     }
 
     /// Grows the contact buffers when the last step read back wanted more than they hold (one
@@ -732,11 +756,12 @@ fn check_kernel_limits(limits: &wgpu::Limits) -> Result<()> {
     Ok(())
 }
 
-/// Checks a storage buffer against the device's binding and buffer size limits.
 /// The most pairs, and manifolds, the contact stages can hold on a device with `limits`: each
-/// pair has a manifold-sized candidate, and all of them are one storage binding.
+/// pair has a manifold-sized candidate, and all of them are one storage binding, of at most
+/// 2 GiB - 1 whatever the device says (Metal reports far larger bindings, but passes the shaders
+/// their sizes as 32-bit numbers, and the work arena counts words in 32 bits).
 pub(crate) fn contact_capacity_limit(limits: &wgpu::Limits) -> u32 {
-    let bytes = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let bytes = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size).min(i32::MAX as u64);
     u32::try_from(bytes / size_of::<crate::layout::GpuManifold>() as u64).unwrap_or(u32::MAX)
 }
 
@@ -749,6 +774,7 @@ fn grown_capacity(wanted: u32, capacity: u32, limit: u32) -> u32 {
     wanted.saturating_add(wanted / 2).max(capacity.saturating_mul(2)).min(limit).max(capacity)
 }
 
+/// Checks a storage buffer against the device's binding and buffer size limits.
 pub(crate) fn storage_fits(limits: &wgpu::Limits, what: &'static str, bytes: u64) -> Result<()> {
     if bytes > limits.max_storage_buffer_binding_size {
         return Err(Error::BufferTooLarge {
