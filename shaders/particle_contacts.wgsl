@@ -369,11 +369,20 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
     return vec4<f32>(change, f32(count));
 }
 
+// The particle that thread `k` of a gather handles: the k-th in the grid's sorted order. Threads
+// side by side then handle particles of the same cell and read the same neighbours, instead of
+// particles scattered over the heap; each particle's gather is its own, so the order changes no
+// result.
+fn particle_in_cell_order(k: u32) -> u32 {
+    return work[params.particle_sorted + 2u * k + 1u];
+}
+
 // The neighbour counts, and gravity (which the velocity iterations then see).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i < params.particle_count {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k < params.particle_count {
+        let i = particle_in_cell_order(k);
         var count = u32(particle_gather(i, GATHER_COUNT).w);
         if params.particle_body_contacts != 0u {
             sort_body_slots(i);
@@ -401,8 +410,9 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_separate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i < params.particle_count {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k < params.particle_count {
+        let i = particle_in_cell_order(k);
         // The position change, and after the particles the velocity change it brings (written
         // out, so no compiler fuses the product into the sum that applies it).
         let dx = particle_gather(i, GATHER_POSITION).xyz;
@@ -424,16 +434,18 @@ fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 // (by `particle_apply_velocity`).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_warm_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i < params.particle_count {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k < params.particle_count {
+        let i = particle_in_cell_order(k);
         deltas[i] = vec4<f32>(particle_gather(i, GATHER_WARM_START).xyz, 0.0);
     }
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i < params.particle_count {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k < params.particle_count {
+        let i = particle_in_cell_order(k);
         deltas[i] = vec4<f32>(particle_gather(i, GATHER_VELOCITY).xyz, 0.0);
     }
 }
@@ -464,8 +476,9 @@ fn apply_change(i: u32, change: vec3<f32>) {
 // particles' restitution is above zero): the changes, then their application.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i < params.particle_count {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k < params.particle_count {
+        let i = particle_in_cell_order(k);
         deltas[i] = vec4<f32>(particle_gather(i, GATHER_RESTITUTION).xyz, 0.0);
     }
 }
