@@ -75,10 +75,36 @@ pub(crate) struct ParticleGrid {
     /// [`PARTICLE_CONTACT_SLOTS`] kept contacts per particle, in the order the last velocity
     /// iterations found them.
     pub contacts: Vec<GpuParticleContact>,
+    /// The gathers' results in the grid's sorted order, before each goes to its particle (see
+    /// [`in_cell_order`]): changes; counts with selections; changes with kept contacts.
+    pub in_order: InOrder,
     /// Particle-body contacts dropped this step.
     pub dropped: u32,
     /// The fastest particle's speed at detection, m/s (see [`fastest_particle`]).
     pub fastest: f32,
+}
+
+/// Room for the gathers' results in the grid's sorted order, kept from step to step so that a
+/// step allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InOrder {
+    changes: Vec<Vec3>,
+    counts: Vec<(u32, [u32; KEPT])>,
+    kept: Vec<(Vec3, [GpuParticleContact; KEPT])>,
+}
+
+/// `f` of every particle into `sorted`, the particles taken in the grid's sorted order (split
+/// over threads when `parallel`). Particles of one cell then come one after another and their
+/// gathers read the same neighbours while they are in the cache, where particle order would
+/// jump about the heap (a bowl of 40,000 particles on one thread: 6.9 -> 6.0 s a step). Each
+/// particle's result is its own, so the order changes no result; the caller hands `sorted[k]`
+/// to particle `items[k][1]`.
+fn in_cell_order<T, F>(items: &[[u32; 2]], parallel: bool, sorted: &mut Vec<T>, f: F)
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync + Send,
+{
+    super::fill_indexed(sorted, items.len(), parallel, PARALLEL_PARTICLES, |k| f(items[k][1] as usize));
 }
 
 /// The hash bucket of the grid cell holding `x`. Twin of `particle_hash_of`.
@@ -133,11 +159,16 @@ fn gather_all(
     grid: &ParticleGrid,
     mode: Gather,
     out: &mut Vec<Vec3>,
+    sorted: &mut Vec<Vec3>,
     parallel: bool,
 ) {
-    super::fill_indexed(out, particles.len(), parallel, PARALLEL_PARTICLES, |i| {
+    in_cell_order(&grid.items, parallel, sorted, |i| {
         gather(p, geometry, colliders, particles, grid, i, mode, &mut [], &mut []).0
     });
+    out.resize(particles.len(), Vec3::ZERO);
+    for (item, change) in grid.items.iter().zip(sorted.drain(..)) {
+        out[item[1] as usize] = change;
+    }
 }
 
 /// [`gather`]'s [`Gather::WarmStart`] or [`Gather::Velocity`] change for every particle into
@@ -152,16 +183,20 @@ fn gather_kept(
     mode: Gather,
     out: &mut Vec<Vec3>,
     kept: &mut [GpuParticleContact],
+    sorted: &mut Vec<(Vec3, [GpuParticleContact; KEPT])>,
     parallel: bool,
 ) {
+    let last: &[GpuParticleContact] = kept;
+    in_cell_order(&grid.items, parallel, sorted, |i| {
+        let mut mine = [GpuParticleContact::default(); KEPT];
+        mine.copy_from_slice(&last[i * KEPT..][..KEPT]);
+        (gather(p, geometry, colliders, particles, grid, i, mode, &mut mine, &mut []).0, mine)
+    });
     out.resize(particles.len(), Vec3::ZERO);
-    let one = |(i, (out, kept)): (usize, (&mut Vec3, &mut [GpuParticleContact]))| {
-        *out = gather(p, geometry, colliders, particles, grid, i, mode, kept, &mut []).0;
-    };
-    if parallel {
-        out.par_iter_mut().zip(kept.par_chunks_mut(KEPT)).enumerate().with_min_len(PARALLEL_PARTICLES).for_each(one);
-    } else {
-        out.iter_mut().zip(kept.chunks_mut(KEPT)).enumerate().for_each(one);
+    for (item, (change, mine)) in grid.items.iter().zip(sorted.drain(..)) {
+        let i = item[1] as usize;
+        out[i] = change;
+        kept[i * KEPT..][..KEPT].copy_from_slice(&mine);
     }
 }
 
@@ -873,20 +908,17 @@ pub(crate) fn particle_contacts(
     let (mut counts, mut selected) = (std::mem::take(&mut grid.counts), std::mem::take(&mut grid.selected));
     counts.resize(particles.len(), 0);
     selected.resize(particles.len() * KEPT, 0);
+    let mut in_order = std::mem::take(&mut grid.in_order);
     let grid_read = &*grid;
-    let one = |(i, (count, selected)): (usize, (&mut u32, &mut [u32]))| {
-        let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count, &mut [], selected).1;
-        *count = if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own };
-    };
-    if parallel {
-        counts
-            .par_iter_mut()
-            .zip(selected.par_chunks_mut(KEPT))
-            .enumerate()
-            .with_min_len(PARALLEL_PARTICLES)
-            .for_each(one);
-    } else {
-        counts.iter_mut().zip(selected.chunks_mut(KEPT)).enumerate().for_each(one);
+    in_cell_order(&grid_read.items, parallel, &mut in_order.counts, |i| {
+        let mut mine = [0u32; KEPT];
+        let own = gather(p, geometry, colliders, particles, grid_read, i, Gather::Count, &mut [], &mut mine).1;
+        (if with_bodies { own + grid_read.slot_counts[i].min(PARTICLE_BODY_SLOTS) } else { own }, mine)
+    });
+    for (item, (count, mine)) in grid_read.items.iter().zip(in_order.counts.drain(..)) {
+        let i = item[1] as usize;
+        counts[i] = count;
+        selected[i * KEPT..][..KEPT].copy_from_slice(&mine);
     }
     (grid.counts, grid.selected) = (counts, selected);
     grid.contacts.resize(particles.len() * KEPT, GpuParticleContact::default());
@@ -909,7 +941,17 @@ pub(crate) fn particle_contacts(
     }
     let mut scratch = std::mem::take(&mut grid.scratch);
     for _ in 0..p.particle_iterations {
-        gather_all(p, geometry, colliders, particles, grid, Gather::Position, &mut scratch, parallel);
+        gather_all(
+            p,
+            geometry,
+            colliders,
+            particles,
+            grid,
+            Gather::Position,
+            &mut scratch,
+            &mut in_order.changes,
+            parallel,
+        );
         for (particle, change) in particles.iter_mut().zip(&scratch) {
             let dv = *change * p.inv_h;
             particle.position += *change;
@@ -919,10 +961,32 @@ pub(crate) fn particle_contacts(
     // The warm start, which also keeps this substep's contacts (the positions stay put through
     // the velocity iterations, so they find the same contacts in the same order).
     let mut kept = std::mem::take(&mut grid.contacts);
-    gather_kept(p, geometry, colliders, particles, grid, Gather::WarmStart, &mut scratch, &mut kept, parallel);
+    gather_kept(
+        p,
+        geometry,
+        colliders,
+        particles,
+        grid,
+        Gather::WarmStart,
+        &mut scratch,
+        &mut kept,
+        &mut in_order.kept,
+        parallel,
+    );
     apply_changes(particles, grid, &scratch, with_bodies);
     for _ in 0..p.particle_iterations {
-        gather_kept(p, geometry, colliders, particles, grid, Gather::Velocity, &mut scratch, &mut kept, parallel);
+        gather_kept(
+            p,
+            geometry,
+            colliders,
+            particles,
+            grid,
+            Gather::Velocity,
+            &mut scratch,
+            &mut kept,
+            &mut in_order.kept,
+            parallel,
+        );
         if with_bodies {
             body_contacts_pass(p, geometry, colliders, tables, particles, grid, BodyPass::Velocity);
         }
@@ -933,7 +997,17 @@ pub(crate) fn particle_contacts(
     if p.particle_restitution > 0.0 || bodies_bounce {
         scratch.clear();
         if p.particle_restitution > 0.0 {
-            gather_all(p, geometry, colliders, particles, grid, Gather::Restitution, &mut scratch, parallel);
+            gather_all(
+                p,
+                geometry,
+                colliders,
+                particles,
+                grid,
+                Gather::Restitution,
+                &mut scratch,
+                &mut in_order.changes,
+                parallel,
+            );
         } else {
             scratch.resize(particles.len(), Vec3::ZERO);
         }
@@ -944,4 +1018,5 @@ pub(crate) fn particle_contacts(
     }
     grid.scratch = scratch;
     grid.contacts = kept;
+    grid.in_order = in_order;
 }
