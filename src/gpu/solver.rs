@@ -230,6 +230,8 @@ impl GpuSolver {
     fn build_contacts(&mut self, pair_capacity: u32, manifold_capacity: u32) -> Result<()> {
         // The buffers come to gigabytes in large scenes: running out of memory is an error here,
         // not wgpu's default panic, and a step that could not grow keeps the buffers it had.
+        // The scope's errors are known on the CPU when it is popped (its future is ready at
+        // once): nothing here waits for the GPU, also when a step grows the buffers.
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let built = self.make_contacts(pair_capacity, manifold_capacity);
         if let Some(e) = pollster::block_on(scope.pop()) {
