@@ -88,10 +88,24 @@ struct Geometry {
     separation: f32,
 }
 
+// The words of a manifold `geometry_of` reads besides the point.
+struct Head {
+    body_a: u32,
+    body_b: u32,
+    normal: vec3<f32>,
+    radius_a: f32,
+    radius_b: f32,
+    frame_kept: u32,
+}
+
 // Levers to the midpoint of the two surface points as the bodies move, or, in a kept frame,
 // the cores as they were when it was taken; separation from the cores' motion. Twin of
-// `geometry` in src/cpu/contacts.rs.
-fn geometry_of(m: Manifold, c: ManifoldPoint) -> Geometry {
+// `geometry` in src/cpu/contacts.rs. The manifold goes by pointer: a shader compiler may copy
+// a struct passed by value, and a copy of its 384 bytes for each point cost lavapipe a fifth of
+// the solve.
+fn geometry_of(mp: ptr<function, Manifold>, k: u32) -> Geometry {
+    let c = (*mp).points[k];
+    let m = Head((*mp).body_a, (*mp).body_b, (*mp).normal, (*mp).radius_a, (*mp).radius_b, (*mp).frame_kept);
     let n = m.normal;
     let sa = solver_bodies[m.body_a];
     let sb = solver_bodies[m.body_b];
@@ -143,16 +157,16 @@ fn friction_update(j1: f32, j2: f32, vt1: f32, vt2: f32, f: vec4<f32>, max_frict
 // Centroid step of the coarse correction, the Galerkin projection of the points' soft system
 // onto "the same impulse on each": (impulse per point, smallest impulse). `bias` and `k_n` are
 // each point's coefficients and inverse effective mass.
-fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<function, array<Soft, 4>>, k_n: ptr<function, array<f32, 4>>, ma: Motion, mb: Motion, loaded_only: bool) -> vec2<f32> {
-    let n = m.normal;
+fn coarse_step(m: ptr<function, Manifold>, geo: ptr<function, array<Geometry, 4>>, bias: ptr<function, array<Soft, 4>>, k_n: ptr<function, array<f32, 4>>, ma: Motion, mb: Motion, loaded_only: bool) -> vec2<f32> {
+    let n = (*m).normal;
     var count = 0.0;
     var ra = vec3<f32>(0.0);
     var rb = vec3<f32>(0.0);
     var residual = 0.0;
     var compliance = 0.0;
     var j_min = 3.4028235e38;
-    for (var k = 0u; k < m.count; k++) {
-        let c = m.points[k];
+    for (var k = 0u; k < (*m).count; k++) {
+        let c = (*m).points[k];
         if loaded_only && c.normal_impulse <= 0.0 {
             continue;
         }
@@ -180,9 +194,9 @@ fn coarse_step(m: Manifold, geo: ptr<function, array<Geometry, 4>>, bias: ptr<fu
 fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geometry, 4>>, bias: ptr<function, array<Soft, 4>>, k_n: ptr<function, array<f32, 4>>, ma: ptr<function, Motion>, mb: ptr<function, Motion>) {
     let n = (*m).normal;
     let track = (*m).restitution > 0.0;
-    var share = coarse_step(*m, geo, bias, k_n, *ma, *mb, false).x;
+    var share = coarse_step(m, geo, bias, k_n, *ma, *mb, false).x;
     if share < 0.0 {
-        let pull = coarse_step(*m, geo, bias, k_n, *ma, *mb, true);
+        let pull = coarse_step(m, geo, bias, k_n, *ma, *mb, true);
         share = clamp(pull.x, -pull.y, 0.0);
     }
     if share == 0.0 {
@@ -213,12 +227,12 @@ fn coarse_correction(m: ptr<function, Manifold>, geo: ptr<function, array<Geomet
     }
 }
 
-fn bounces(m: Manifold) -> bool {
-    if m.restitution <= 0.0 {
+fn bounces(m: ptr<function, Manifold>) -> bool {
+    if (*m).restitution <= 0.0 {
         return false;
     }
-    for (var k = 0u; k < m.count; k++) {
-        if m.points[k].approach_velocity <= -params.restitution_threshold {
+    for (var k = 0u; k < (*m).count; k++) {
+        if (*m).points[k].approach_velocity <= -params.restitution_threshold {
             return true;
         }
     }
@@ -234,7 +248,7 @@ fn kinetic_of(i: u32, v: vec3<f32>, w: vec3<f32>) -> f32 {
 }
 
 fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>) {
-    if !bounces(*m) {
+    if !bounces(m) {
         return;
     }
     let n = (*m).normal;
@@ -246,7 +260,7 @@ fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: p
         if c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
             continue;
         }
-        let g = geometry_of(*m, c);
+        let g = geometry_of(m, k);
         let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
         let impulse = -(vn + (*m).restitution * c.approach_velocity) / k_n;
@@ -306,7 +320,7 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
     for (var k = 0u; k < (*m).count; k++) {
-        let g = geometry_of(*m, (*m).points[k]);
+        let g = geometry_of(m, k);
         geo[k] = g;
         bias[k] = contact_bias(soft, g.separation, use_bias);
         k_n[k] = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
@@ -398,9 +412,9 @@ fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
 }
 
 // Point `k`'s accumulated impulse on B (A takes its opposite), `basis` the normal's tangents.
-fn warm_impulse(m: Manifold, basis: Basis, k: u32) -> vec3<f32> {
-    let c = m.points[k];
-    return c.normal_impulse * m.normal + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2;
+fn warm_impulse(m: ptr<function, Manifold>, basis: Basis, k: u32) -> vec3<f32> {
+    let c = (*m).points[k];
+    return c.normal_impulse * (*m).normal + c.tangent_impulse_1 * basis.t1 + c.tangent_impulse_2 * basis.t2;
 }
 
 // The warm start's work on each manifold that can bounce: its own impulses applied to copies of
@@ -420,7 +434,7 @@ fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     var mb = motion_of(m.body_b, 1.0);
     let basis = tangent_basis(m.normal);
     for (var k = 0u; k < m.count; k++) {
-        m.absorbed -= apply_at(&ma, &mb, geometry_of(m, m.points[k]), warm_impulse(m, basis, k), true);
+        m.absorbed -= apply_at(&ma, &mb, geometry_of(&m, k), warm_impulse(&m, basis, k), true);
     }
     manifolds[i].absorbed = m.absorbed;
 }
@@ -436,11 +450,11 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     }
     var motion = motion_of(body, 1.0);
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
-        let m = manifolds[work[work_layout.adjacency + k]];
+        var m = manifolds[work[work_layout.adjacency + k]];
         let basis = tangent_basis(m.normal);
         for (var p = 0u; p < m.count; p++) {
-            let g = geometry_of(m, m.points[p]);
-            let j = warm_impulse(m, basis, p);
+            let g = geometry_of(&m, p);
+            let j = warm_impulse(&m, basis, p);
             if m.body_a == body {
                 apply(&motion, g.ra, -j);
             } else {
@@ -530,10 +544,10 @@ fn manifold_stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     let i = group * STATS_WORKGROUP_SIZE + lid;
     var out = Stats(0.0, 0.0, 0u, 0u);
     if i < work[1] {
-        let m = manifolds[i];
+        var m = manifolds[i];
         out.contacts = m.count;
         for (var k = 0u; k < m.count; k++) {
-            out.max_penetration = max(out.max_penetration, -geometry_of(m, m.points[k]).separation);
+            out.max_penetration = max(out.max_penetration, -geometry_of(&m, k).separation);
         }
     }
     shared_manifold_stats[lid] = out;
