@@ -140,6 +140,11 @@ struct Args {
     /// `SolverSettings::recycle_contacts`).
     #[arg(long)]
     no_recycle: bool,
+    /// The GPU's manifold passes read each point's lever arms and effective masses from
+    /// records prepared once per position update instead of computing them (see
+    /// `SolverSettings::gpu_prepared_passes`; the same results).
+    #[arg(long)]
+    prepared_passes: bool,
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
@@ -228,6 +233,9 @@ struct Report {
     tilt: f32,
     /// Whether resting manifolds skipped the narrow phase (`--no-recycle` turns it off).
     recycle_contacts: bool,
+    /// Whether the GPU's manifold passes read prepared records (`--prepared-passes`; the CPU
+    /// path always prepares).
+    prepared_passes: bool,
     solver: SolverKind,
     bodies: usize,
     particles: usize,
@@ -296,6 +304,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         desc.solver.iterations = n;
     }
     desc.solver.recycle_contacts = !args.no_recycle;
+    desc.solver.gpu_prepared_passes = args.prepared_passes;
     if let Some(n) = args.cpu_threads {
         desc.solver.cpu_threads = n;
     }
@@ -384,7 +393,8 @@ fn progress(steps: u32, what: &str) -> ProgressBar {
 
 /// A rough count of the bytes the GPU step reads and writes: every stage reads and writes its
 /// records once per dispatch that touches them (bodies and solver bodies once per body stage,
-/// each manifold and its two bodies once per manifold pass, each plane contact once per static
+/// each manifold and its two bodies once per manifold pass, with `gpu_prepared_passes` also its
+/// prepared record (256 bytes) per pass and per preparation, each plane contact once per static
 /// pass). Manifolds are taken as a quarter of the contact points (a resting box face has four).
 fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
     use signorini::layout::{GpuBody, GpuManifold, GpuSolverBody, GpuStaticContact};
@@ -392,8 +402,10 @@ fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
     let bodies = world.body_count() as u64;
     let body = (std::mem::size_of::<GpuBody>() + std::mem::size_of::<GpuSolverBody>()) as u64;
     let manifolds = (stats.contacts as u64).div_ceil(4);
-    let manifold = std::mem::size_of::<GpuManifold>() as u64;
-    let per_substep_manifold_passes = 1 + s.iterations as u64 + s.relax_iterations as u64;
+    let prepared = s.gpu_prepared_passes;
+    let manifold = std::mem::size_of::<GpuManifold>() as u64 + if prepared { 256 } else { 0 };
+    let prepares = if prepared { 1 + u64::from(s.relax_iterations > 0) } else { 0 };
+    let per_substep_manifold_passes = prepares + 1 + s.iterations as u64 + s.relax_iterations as u64;
     let body_stages = 4 + 3 * s.substeps as u64;
     let plane_contacts = bodies * world.plane_count() as u64 * 8;
     let contact = std::mem::size_of::<GpuStaticContact>() as u64;
@@ -508,6 +520,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scene: args.scene,
         tilt: args.tilt,
         recycle_contacts: settings.recycle_contacts,
+        prepared_passes: settings.gpu_prepared_passes,
         solver: args.solver,
         bodies: world.body_count(),
         particles: world.particle_count(),

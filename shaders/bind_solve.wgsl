@@ -1,4 +1,4 @@
-// Bindings of the manifold solve stages: 7 storage buffers.
+// Bindings of the manifold solve stages: 8 storage buffers.
 
 struct Index {
     value: u32,
@@ -14,6 +14,10 @@ struct Index {
 @group(0) @binding(7) var<storage, read_write> work: array<u32>;
 @group(0) @binding(8) var<storage, read_write> deltas: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read_write> stats: array<Stats>;
+// What the passes over a manifold read that depends on positions and masses alone, written by
+// `prepare_manifolds` after each position update: per manifold sixteen vec4s (the words of
+// `Prepared` in src/cpu/contacts.rs), then per body its world inverse inertia as three columns.
+@group(0) @binding(10) var<storage, read_write> prepared: array<vec4<f32>>;
 
 fn is_dynamic(body: u32) -> bool {
     return props[body].kind == KIND_DYNAMIC;

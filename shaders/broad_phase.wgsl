@@ -100,7 +100,7 @@ fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     if fits_grid(mn, mx) {
         key = cell_hash(cell_of(mn));
     } else {
-        let slot = atomicAdd(&counters[large_counter()], 1u);
+        let slot = atomicAdd(&counters[large_counter(params.body_count)], 1u);
         work[work_layout.large + slot] = i;
     }
     work[work_layout.cells + 2u * i] = key;
@@ -117,14 +117,6 @@ fn large_key() -> u32 {
     return work_layout.hash_mask + 1u;
 }
 
-// Atomic counters after the per-body ones: the raw pairs, then the large bodies.
-fn pair_counter() -> u32 {
-    return 2u * params.body_count;
-}
-
-fn large_counter() -> u32 {
-    return 2u * params.body_count + 1u;
-}
 
 // A NaN extent fails the comparison: such a body goes to the large list, never into a cell.
 fn fits_grid(lo: vec3<f32>, hi: vec3<f32>) -> bool {
@@ -155,37 +147,40 @@ fn grid_cells(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     }
 }
 
-fn emit_pair(a: u32, b: u32) {
-    let slot = atomicAdd(&counters[pair_counter()], 1u);
+// `item_pairs` appends through the atomic counter.
+const APPEND: u32 = 0xffffffffu;
+
+// Pair (a, b), the item's `count`-th: appended through the atomic counter when `at` is APPEND
+// (while the list has room), else written to slot `at + count`.
+fn put_pair(a: u32, b: u32, at: u32, count: u32) {
+    var slot = at + count;
+    if at == APPEND {
+        slot = atomicAdd(&counters[pair_counter(params.body_count)], 1u);
+    }
     if slot < work_layout.pair_capacity {
         work[work_layout.pairs_raw + 2u * slot] = a;
         work[work_layout.pairs_raw + 2u * slot + 1u] = b;
     }
 }
 
-// Per sorted grid item: the pairs its body heads. A body in the grid checks the bodies of the
-// 3 x 3 x 3 cells its neighbours' min corners can lie in (each hash once) with a higher index,
-// and every large body; a large body checks the large bodies with a higher index. Slots come
-// from an atomic counter, so the order is arbitrary: the radix sort that follows makes it
-// (a, b).
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+// The pairs sorted grid item `k`'s body heads, put from `at` (`put_pair`); returns how many.
+// A body in the grid checks the bodies of the 3 x 3 x 3 cells its neighbours' min corners can
+// lie in (each hash once) with a higher index, and every large body (`large_count` of them); a
+// large body checks the large bodies with a higher index.
+fn item_pairs(k: u32, at: u32, large_count: u32) -> u32 {
     let n = params.body_count;
-    if k >= n {
-        return;
-    }
     let key = work[work_layout.cells_sorted + 2u * k];
     let i = work[work_layout.cells_sorted + 2u * k + 1u];
-    let large_count = atomicLoad(&counters[large_counter()]);
+    var count = 0u;
     if key >= large_key() {
         for (var s = 0u; s < large_count; s++) {
             let j = work[work_layout.large + s];
             if j > i && is_pair(i, j) {
-                emit_pair(i, j);
+                put_pair(i, j, at, count);
+                count += 1u;
             }
         }
-        return;
+        return count;
     }
     let first = cell_of(aabb_min(i).xyz - vec3<f32>(work_layout.cell_size));
     let last = min(cell_of(aabb_max(i)), first + vec3<i32>(3));
@@ -213,7 +208,8 @@ fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
                     }
                     let j = work[work_layout.cells_sorted + 2u * e + 1u];
                     if j > i && is_pair(i, j) {
-                        emit_pair(i, j);
+                        put_pair(i, j, at, count);
+                        count += 1u;
                     }
                     e += 1u;
                 }
@@ -223,20 +219,50 @@ fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     for (var s = 0u; s < large_count; s++) {
         let j = work[work_layout.large + s];
         if is_pair(i, j) {
-            emit_pair(min(i, j), max(i, j));
+            put_pair(min(i, j), max(i, j), at, count);
+            count += 1u;
         }
     }
+    return count;
 }
 
-// One thread: the pair count into the header (what did not fit is counted for the host to
-// grow the list), and the counters zeroed for the next step.
-@compute @workgroup_size(1)
-fn grid_finish() {
-    let total = atomicLoad(&counters[pair_counter()]);
-    work[0] = min(total, work_layout.pair_capacity);
-    work[2] = total;
-    atomicStore(&counters[pair_counter()], 0u);
-    atomicStore(&counters[large_counter()], 0u);
+// Per sorted grid item: its pairs, appended through an atomic counter (in an arbitrary order:
+// the radix sort that follows makes it (a, b)), and their count, for `grid_write`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if k >= params.body_count {
+        return;
+    }
+    work[work_layout.pair_counts + k] = item_pairs(k, APPEND, atomicLoad(&counters[large_counter(params.body_count)]));
+}
+
+// Only in a step whose pairs overflowed the list (one step before it grows), after the scan of
+// `grid_pairs`' counts: which pairs the atomic counter let in was a race, so the list is written
+// again, whole items in the sorted order of the grid, as many as fit. Each item then puts its
+// pairs from its own offset; the radix sort orders them within the item. The kept pairs, and
+// the step, are then the same on every run.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn grid_write(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    let n = params.body_count;
+    if k >= n {
+        return;
+    }
+    let capacity = work_layout.pair_capacity;
+    let start = work[work_layout.pair_counts + k];
+    let end = work[work_layout.pair_counts + k + 1u];
+    if k == 0u && end > capacity {
+        work[0] = 0u;
+    }
+    if end > capacity {
+        return;
+    }
+    // The last item that fits sets the count.
+    if k + 1u == n || work[work_layout.pair_counts + k + 2u] > capacity {
+        work[0] = end;
+    }
+    _ = item_pairs(k, start, work[5]);
 }
 
 fn overlaps(a: u32, b: u32) -> bool {

@@ -55,6 +55,7 @@ struct StepParams {
     recycle_contacts: u32,
     particle_colliders: u32,
     particle_selected: u32,
+    prepared_passes: u32,
 }
 
 struct Body {
@@ -236,6 +237,26 @@ fn thread_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32, size: u
 // `Mat3 * Vec3`): the builtins `dot`, `cross`, `length` and `mat3x3 * vec3` are free to fuse or reorder
 // (lavapipe's matrix product and GL's dot do), and one rounding difference is enough for the
 // CPU and GPU paths to part.
+// The broad phase's atomic counters after the two per body (of `body_count`): the raw pairs,
+// then the large bodies.
+fn pair_counter(body_count: u32) -> u32 {
+    return 2u * body_count;
+}
+
+fn large_counter(body_count: u32) -> u32 {
+    return 2u * body_count + 1u;
+}
+
+// Indirect dispatch arguments for `groups` workgroups, laid out as `dispatch_grid` lays them (a
+// second dimension once one would pass MAX_WORKGROUPS_PER_DIMENSION).
+fn grid_args(groups: u32) -> vec3<u32> {
+    var y = 1u;
+    if groups > MAX_WORKGROUPS_PER_DIMENSION {
+        y = (groups + MAX_WORKGROUPS_PER_DIMENSION - 1u) / MAX_WORKGROUPS_PER_DIMENSION;
+    }
+    return vec3<u32>((groups + y - 1u) / y, y, 1u);
+}
+
 fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
     return a.x * b.x + a.y * b.y + a.z * b.z;
 }

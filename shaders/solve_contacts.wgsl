@@ -24,6 +24,74 @@ fn motion_of(i: u32, split: f32) -> Motion {
     return Motion(b.linear_velocity, b.angular_velocity, b.inv_mass * split, inv * split);
 }
 
+// Manifold `i`'s point `k` in `prepared`: four vec4s, the sixteen words of `PreparedPoint` in
+// src/cpu/contacts.rs (ra, rb, separation, k_n, 1 / k_n, the tangent block's inverse, 1 / λmax,
+// then three words of the manifold's: t1 in point 0's, t2 in point 1's, the normal in point 2's).
+fn prepared_at(i: u32, k: u32) -> u32 {
+    return 16u * i + 4u * k;
+}
+
+// Body `body`'s world inverse inertia in `prepared`, after the manifolds' records.
+fn inertia_at(body: u32) -> u32 {
+    return 16u * work_layout.manifold_capacity + 3u * body;
+}
+
+// Whether the passes read the prepared records (`SolverSettings::gpu_prepared_passes`) or
+// compute the same words themselves: a pipeline constant, so that each pipeline holds one way
+// only (a uniform branch between both cost lavapipe a quarter of the solve's time).
+override PREPARED_PASSES: bool = true;
+
+fn reads_prepared() -> bool {
+    return PREPARED_PASSES;
+}
+
+// `motion_of` with the inverse inertia the last preparation stored (the same bits, read instead
+// of computed: the orientations have not moved since), or computed when nothing is prepared.
+fn pass_motion(i: u32, split: f32) -> Motion {
+    if !reads_prepared() {
+        return motion_of(i, split);
+    }
+    let b = bodies[i];
+    if !is_dynamic(i) {
+        return Motion(b.linear_velocity, b.angular_velocity, 0.0, mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)));
+    }
+    let at = inertia_at(i);
+    let inv = mat3x3<f32>(prepared[at].xyz, prepared[at + 1u].xyz, prepared[at + 2u].xyz);
+    return Motion(b.linear_velocity, b.angular_velocity, b.inv_mass * split, inv * split);
+}
+
+// Point `k` of manifold `i`'s prepared lever arms and separation.
+fn prepared_geometry(i: u32, k: u32) -> Geometry {
+    let at = prepared_at(i, k);
+    let a = prepared[at];
+    let b = prepared[at + 1u];
+    return Geometry(a.xyz, vec3<f32>(a.w, b.x, b.y), b.z);
+}
+
+// Point `k`'s `k_n`.
+fn prepared_normal_inverse_mass(i: u32, k: u32) -> f32 {
+    return prepared[prepared_at(i, k) + 1u].w;
+}
+
+// Point `k`'s `1 / k_n`.
+fn prepared_normal_mass(i: u32, k: u32) -> f32 {
+    return prepared[prepared_at(i, k) + 2u].x;
+}
+
+// Point `k`'s friction factors (`friction_factors`).
+fn prepared_friction(i: u32, k: u32) -> vec4<f32> {
+    let at = prepared_at(i, k);
+    return vec4<f32>(prepared[at + 2u].yzw, prepared[at + 3u].x);
+}
+
+// Manifold `i`'s tangents (of `normal`), prepared or computed.
+fn pass_basis(i: u32, normal: vec3<f32>) -> Basis {
+    if !reads_prepared() {
+        return tangent_basis(normal);
+    }
+    return Basis(prepared[prepared_at(i, 0u) + 3u].yzw, prepared[prepared_at(i, 1u) + 3u].yzw);
+}
+
 fn apply(m: ptr<function, Motion>, r: vec3<f32>, impulse: vec3<f32>) {
     (*m).v += (*m).inv_mass * impulse;
     (*m).w += mat3_mul((*m).inv_inertia, cross3(r, impulse));
@@ -261,7 +329,7 @@ fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: p
             continue;
         }
         let g = geometry_of(m, k);
-        let k_n = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+        let k_n = normal_inverse_mass(*ma, *mb, g, n);
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
         let impulse = -(vn + (*m).restitution * c.approach_velocity) / k_n;
         let new_impulse = max(c.normal_impulse + impulse, 0.0);
@@ -302,28 +370,54 @@ fn restitution_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: p
     }
 }
 
-fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, which: u32) {
+// The inverse effective mass along the normal of a contact between `ma` and `mb` at `g`.
+fn normal_inverse_mass(ma: Motion, mb: Motion, g: Geometry, n: vec3<f32>) -> f32 {
+    return ma.inv_mass + mb.inv_mass + rotational(ma, g.ra, n, n) + rotational(mb, g.rb, n, n);
+}
+
+// `friction_factors` of a contact between `ma` and `mb` at `g`, tangents `t1` and `t2`.
+fn tangent_factors(ma: Motion, mb: Motion, g: Geometry, t1: vec3<f32>, t2: vec3<f32>) -> vec4<f32> {
+    let inv_mass = ma.inv_mass + mb.inv_mass;
+    let k11 = dot3(t1, t1) * inv_mass + rotational(ma, g.ra, t1, t1) + rotational(mb, g.rb, t1, t1);
+    let k12 = dot3(t1, t2) * inv_mass + rotational(ma, g.ra, t1, t2) + rotational(mb, g.rb, t1, t2);
+    let k22 = dot3(t2, t2) * inv_mass + rotational(ma, g.ra, t2, t2) + rotational(mb, g.rb, t2, t2);
+    return friction_factors(k11, k12, k22);
+}
+
+// A solve or relax pass over manifold `i` (copied to `m`) between `ma` and `mb`. Positions do not
+// change within a pass: each point's geometry, and unless the bodies are `split` (the Jacobi
+// overflow's sub-bodies), its effective masses come prepared (`prepare_manifolds`), as in
+// `manifold_pass` in src/cpu/contacts.rs; or, with `prepared_passes` off, the pass computes
+// the same words itself.
+fn manifold_pass(i: u32, m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, which: u32, split: bool) {
     let n = (*m).normal;
-    let basis = tangent_basis(n);
+    let basis = pass_basis(i, n);
+    let computed = split || !reads_prepared();
     let t1 = basis.t1;
     let t2 = basis.t2;
-    if which == PASS_RESTITUTION {
-        restitution_pass(m, ma, mb);
-        return;
-    }
-    // Positions do not change within a pass: each point's geometry is computed once.
     let track = (*m).restitution > 0.0;
-    // Nor do each point's soft coefficients and inverse effective mass along the normal.
+    // Each point's soft coefficients and inverse effective mass along the normal.
     var geo: array<Geometry, 4>;
     var bias: array<Soft, 4>;
     var k_n: array<f32, 4>;
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
     for (var k = 0u; k < (*m).count; k++) {
-        let g = geometry_of(m, k);
+        // (The manifold goes by value only where it is read: a copy of its 384 bytes per point
+        // cost lavapipe a fifth of the solve.)
+        var g: Geometry;
+        if reads_prepared() {
+            g = prepared_geometry(i, k);
+        } else {
+            g = geometry_of(m, k);
+        }
         geo[k] = g;
         bias[k] = contact_bias(soft, g.separation, use_bias);
-        k_n[k] = (*ma).inv_mass + (*mb).inv_mass + rotational(*ma, g.ra, n, n) + rotational(*mb, g.rb, n, n);
+        if computed {
+            k_n[k] = normal_inverse_mass(*ma, *mb, g, n);
+        } else {
+            k_n[k] = prepared_normal_inverse_mass(i, k);
+        }
     }
     coarse_correction(m, &geo, &bias, &k_n, ma, mb);
     for (var k = 0u; k < (*m).count; k++) {
@@ -331,7 +425,13 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
         let b = bias[k];
         let vn = dot3(n, velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra));
         let c = (*m).points[k];
-        let impulse = -b.mass_scale * (1.0 / k_n[k]) * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
+        var normal_mass = 0.0;
+        if computed {
+            normal_mass = 1.0 / k_n[k];
+        } else {
+            normal_mass = prepared_normal_mass(i, k);
+        }
+        let impulse = -b.mass_scale * normal_mass * (vn + b.bias_rate) - b.impulse_scale * c.normal_impulse;
         let new_impulse = max(c.normal_impulse + impulse, 0.0);
         let applied = new_impulse - c.normal_impulse;
         (*m).points[k].normal_impulse = new_impulse;
@@ -340,13 +440,14 @@ fn manifold_pass(m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<
     }
     for (var k = 0u; k < (*m).count; k++) {
         let g = geo[k];
-        let inv_mass = (*ma).inv_mass + (*mb).inv_mass;
-        let k11 = dot3(t1, t1) * inv_mass + rotational(*ma, g.ra, t1, t1) + rotational(*mb, g.rb, t1, t1);
-        let k12 = dot3(t1, t2) * inv_mass + rotational(*ma, g.ra, t1, t2) + rotational(*mb, g.rb, t1, t2);
-        let k22 = dot3(t2, t2) * inv_mass + rotational(*ma, g.ra, t2, t2) + rotational(*mb, g.rb, t2, t2);
         let dv = velocity_at(*mb, g.rb) - velocity_at(*ma, g.ra);
         let c = (*m).points[k];
-        let f = friction_factors(k11, k12, k22);
+        var f = vec4<f32>(0.0);
+        if computed {
+            f = tangent_factors(*ma, *mb, g, t1, t2);
+        } else {
+            f = prepared_friction(i, k);
+        }
         let j = friction_update(c.tangent_impulse_1, c.tangent_impulse_2, dot3(t1, dv), dot3(t2, dv), f, (*m).friction * c.normal_impulse);
         let impulse = (j.x - c.tangent_impulse_1) * t1 + (j.y - c.tangent_impulse_2) * t2;
         (*m).points[k].tangent_impulse_1 = j.x;
@@ -379,9 +480,19 @@ fn color_pass(k: u32, which: u32) {
         return;
     }
     var m = manifolds[i];
-    var ma = motion_of(m.body_a, 1.0);
-    var mb = motion_of(m.body_b, 1.0);
-    manifold_pass(&m, &ma, &mb, which);
+    // Restitution, once a step, computes what it needs; the other passes read it prepared.
+    if which == PASS_RESTITUTION {
+        var ma = motion_of(m.body_a, 1.0);
+        var mb = motion_of(m.body_b, 1.0);
+        restitution_pass(&m, &ma, &mb);
+        manifolds[i] = m;
+        store(m.body_a, ma);
+        store(m.body_b, mb);
+        return;
+    }
+    var ma = pass_motion(m.body_a, 1.0);
+    var mb = pass_motion(m.body_b, 1.0);
+    manifold_pass(i, &m, &ma, &mb, which, false);
     manifolds[i] = m;
     store(m.body_a, ma);
     store(m.body_b, mb);
@@ -395,11 +506,22 @@ fn jacobi_pass(k: u32, which: u32) {
     var m = manifolds[i];
     let split_a = f32(max(work[work_layout.split + m.body_a], 1u));
     let split_b = f32(max(work[work_layout.split + m.body_b], 1u));
-    let a0 = motion_of(m.body_a, split_a);
-    let b0 = motion_of(m.body_b, split_b);
+    var a0: Motion;
+    var b0: Motion;
+    if which == PASS_RESTITUTION {
+        a0 = motion_of(m.body_a, split_a);
+        b0 = motion_of(m.body_b, split_b);
+    } else {
+        a0 = pass_motion(m.body_a, split_a);
+        b0 = pass_motion(m.body_b, split_b);
+    }
     var ma = a0;
     var mb = b0;
-    manifold_pass(&m, &ma, &mb, which);
+    if which == PASS_RESTITUTION {
+        restitution_pass(&m, &ma, &mb);
+    } else {
+        manifold_pass(i, &m, &ma, &mb, which, true);
+    }
     manifolds[i] = m;
     deltas[4u * i] = vec4<f32>(ma.v - a0.v, 0.0);
     deltas[4u * i + 1u] = vec4<f32>(ma.w - a0.w, 0.0);
@@ -409,6 +531,54 @@ fn jacobi_pass(k: u32, which: u32) {
 
 fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+}
+
+// The preparation, after each position update (twin of `prepare` in src/cpu/contacts.rs):
+// thread `t` stores body `t`'s world inverse inertia and manifold `t`'s record, every point's
+// words (zeros past the manifold's count, the manifold's own words whatever the count). Both
+// come from the same function of the same orientation, so a pass that reads them gets the bits
+// `motion_of` and `geometry_of` would compute.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn prepare_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = thread_of(wid, nwg, lid);
+    if t < params.body_count {
+        var inv = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+        if is_dynamic(t) {
+            inv = world_inverse_inertia(bodies[t].orientation, props[t].inv_inertia);
+        }
+        let at = inertia_at(t);
+        prepared[at] = vec4<f32>(inv[0], 0.0);
+        prepared[at + 1u] = vec4<f32>(inv[1], 0.0);
+        prepared[at + 2u] = vec4<f32>(inv[2], 0.0);
+    }
+    if t >= work[1] {
+        return;
+    }
+    var m = manifolds[t];
+    let ma = motion_of(m.body_a, 1.0);
+    let mb = motion_of(m.body_b, 1.0);
+    let basis = tangent_basis(m.normal);
+    let words = array<vec3<f32>, 4>(basis.t1, basis.t2, m.normal, vec3<f32>(m.friction, f32(m.count), 0.0));
+    for (var k = 0u; k < 4u; k++) {
+        var a = vec4<f32>(0.0);
+        var b = vec4<f32>(0.0);
+        var c = vec4<f32>(0.0);
+        var step = 0.0;
+        if k < m.count {
+            let g = geometry_of(&m, k);
+            let k_n = normal_inverse_mass(ma, mb, g, m.normal);
+            let f = tangent_factors(ma, mb, g, basis.t1, basis.t2);
+            a = vec4<f32>(g.ra, g.rb.x);
+            b = vec4<f32>(g.rb.y, g.rb.z, g.separation, k_n);
+            c = vec4<f32>(1.0 / k_n, f.xyz);
+            step = f.w;
+        }
+        let at = prepared_at(t, k);
+        prepared[at] = a;
+        prepared[at + 1u] = b;
+        prepared[at + 2u] = c;
+        prepared[at + 3u] = vec4<f32>(step, words[k]);
+    }
 }
 
 // Point `k`'s accumulated impulse on B (A takes its opposite), `basis` the normal's tangents.
@@ -430,11 +600,17 @@ fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     if m.restitution <= 0.0 {
         return;
     }
-    var ma = motion_of(m.body_a, 1.0);
-    var mb = motion_of(m.body_b, 1.0);
-    let basis = tangent_basis(m.normal);
+    var ma = pass_motion(m.body_a, 1.0);
+    var mb = pass_motion(m.body_b, 1.0);
+    let basis = pass_basis(i, m.normal);
     for (var k = 0u; k < m.count; k++) {
-        m.absorbed -= apply_at(&ma, &mb, geometry_of(&m, k), warm_impulse(&m, basis, k), true);
+        var g: Geometry;
+        if reads_prepared() {
+            g = prepared_geometry(i, k);
+        } else {
+            g = geometry_of(&m, k);
+        }
+        m.absorbed -= apply_at(&ma, &mb, g, warm_impulse(&m, basis, k), true);
     }
     manifolds[i].absorbed = m.absorbed;
 }
@@ -448,12 +624,18 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if body >= params.body_count || !is_dynamic(body) {
         return;
     }
-    var motion = motion_of(body, 1.0);
+    var motion = pass_motion(body, 1.0);
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
-        var m = manifolds[work[work_layout.adjacency + k]];
-        let basis = tangent_basis(m.normal);
+        let i = work[work_layout.adjacency + k];
+        var m = manifolds[i];
+        let basis = pass_basis(i, m.normal);
         for (var p = 0u; p < m.count; p++) {
-            let g = geometry_of(&m, p);
+            var g: Geometry;
+            if reads_prepared() {
+                g = prepared_geometry(i, p);
+            } else {
+                g = geometry_of(&m, p);
+            }
             let j = warm_impulse(&m, basis, p);
             if m.body_a == body {
                 apply(&motion, g.ra, -j);

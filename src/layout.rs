@@ -335,6 +335,23 @@ pub struct GpuManifold {
 }
 const _: () = assert!(size_of::<GpuManifold>() == 384);
 
+/// What the passes over the body-body manifolds read that only positions change, as the last
+/// preparation of a step left it (for tests and debugging; both solvers fill it the same way).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PreparedRecords {
+    /// Per manifold, in the order of the solvers' `manifolds`, four points of sixteen words:
+    /// the lever arm on A (3), on B (3), the separation, `k_n` (the inverse effective mass
+    /// along the normal), `1 / k_n`, the inverse of the tangent block `[[k11, k12], [k12,
+    /// k22]]` as its entries (1, 1), minus (1, 2) and (2, 2), `1 / λmax` of that block, then
+    /// three words of the manifold's: the first tangent in point 0's, the second in point 1's,
+    /// the normal in point 2's, the friction, the point count and zero in point 3's. The first
+    /// thirteen words of a point past the manifold's count are zero.
+    pub manifolds: Vec<[f32; 64]>,
+    /// Per body, its world inverse inertia at the prepared orientation as three columns of
+    /// four words (the fourth zero); zero for a body that is not dynamic.
+    pub inertia: Vec<[f32; 12]>,
+}
+
 /// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
 /// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:
 /// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count]`.
@@ -551,6 +568,9 @@ pub struct StepParams {
     /// (the other's index plus one, or zero): a pair keeps its impulse when each side selected
     /// the other.
     pub particle_selected: u32,
+    /// [`crate::SolverSettings::gpu_prepared_passes`]: 1 or 0 (the solve pipelines take it as
+    /// their constant `PREPARED_PASSES`).
+    pub prepared_passes: u32,
 }
 
 impl StepParams {
@@ -620,6 +640,7 @@ impl StepParams {
             recycle_contacts: u32::from(s.recycle_contacts),
             particle_colliders: 0,
             particle_selected: 0,
+            prepared_passes: u32::from(s.gpu_prepared_passes),
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

@@ -238,6 +238,36 @@ fn gpu_reruns_with_body_contacts_are_bit_identical() {
     assert!(run() == run(), "GPU states differ between two runs");
 }
 
+/// Two GPU runs stay bit-identical through a step whose pairs overflow the list (the contact
+/// buffers grow one step late): 400 boxes dropped into a tight block where each overlaps its
+/// neighbours want more than the six pairs a body the list starts with. Which pairs an atomic
+/// counter let in was a race, and the runs parted for good at that step (`grid_write` now writes
+/// the list again, whole grid items in order, when it overflowed).
+#[test]
+fn gpu_reruns_are_bit_identical_when_the_pair_list_overflows() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
+    signorini::scenes::add_ground(&mut world, 20.0).unwrap();
+    let mut rng = signorini::scenes::Lcg(5);
+    for i in 0..400 {
+        let at = Vec3::new((i % 8) as f32 * 0.5 - 2.0, 0.3 + (i / 64) as f32 * 0.5, ((i / 8) % 8) as f32 * 0.5 - 2.0);
+        let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
+        world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation())).unwrap();
+    }
+    let run = || {
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        let mut dropped = 0;
+        for _ in 0..12 {
+            gpu.step();
+            dropped += gpu.stats().unwrap().dropped;
+        }
+        (bytemuck::cast_slice::<_, u8>(&gpu.raw_bodies().unwrap()).to_vec(), dropped)
+    };
+    let ((a, dropped), (b, _)) = (run(), run());
+    assert!(dropped > 0, "the pair list never overflowed");
+    assert!(a == b, "GPU states differ between two runs");
+}
+
 /// The narrow phase, shape pair by shape pair: 800 pairs of every kind (spheres, boxes,
 /// capsules, hulls) posed near touching, and 400 pairs of small boxes within the speculative
 /// margin of each other, far apart from the other pairs and without gravity. After
@@ -679,4 +709,103 @@ fn cpu_and_gpu_recycle_less_on_a_small_face() {
     assert!(slide.recycled >= 5, "{} steps recycled the manifold", slide.recycled);
     assert_eq!(slide.longest, 1, "recycled {} steps in a row", slide.longest);
     assert!(slide.fresh >= 6, "{} new frames in 60 steps", slide.fresh);
+}
+
+/// The preparation (`prepare` in src/cpu/contacts.rs and `prepare_manifolds` in WGSL) leaves the
+/// same records on both paths: after one step of a leaning pyramid of boxes on a static ground
+/// box (kept and new contact frames, the ground's infinite mass) beside spheres and capsules
+/// lying on it (manifolds with radii), every word of every point the two paths' manifolds share
+/// (same pair, same feature keys) agrees within 1e-3 relative (1e-5 absolute), and so does every
+/// body's world inverse inertia. One step of the two paths differs by rounding alone (about 1e-6
+/// relative), so a record computed from another body, another point or another orientation
+/// fails by orders of magnitude.
+#[test]
+fn cpu_and_gpu_prepare_the_same_records() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut desc = signorini::scenes::bench_desc();
+    desc.solver.gpu_prepared_passes = true;
+    let (pyramid, _) = signorini::scenes::pyramid(desc, 12).unwrap();
+    let mut world = signorini::scenes::tilted(&pyramid, 0.05).unwrap();
+    for k in 0..12 {
+        let x = k as f32 * 1.5 - 9.0;
+        world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.3)).position(Vec3::new(x, 0.299, 4.0))).unwrap();
+        let lying = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2 + 0.02 * k as f32);
+        let capsule = RigidBodyDesc::dynamic(Shape::capsule(0.4, 0.2));
+        world.add_body(capsule.position(Vec3::new(x, 0.199, 6.0)).orientation(lying)).unwrap();
+    }
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+    cpu.step();
+    gpu.step();
+    let (a, g) = (cpu.prepared(), gpu.prepared().unwrap());
+    let close = |x: f32, y: f32| (x - y).abs() <= 1e-3 * x.abs().max(y.abs()) + 1e-5;
+    assert_eq!(a.inertia.len(), g.inertia.len());
+    for (body, (x, y)) in a.inertia.iter().zip(&g.inertia).enumerate() {
+        assert!(x.iter().zip(y).all(|(&x, &y)| close(x, y)), "body {body}: inertia {x:?} against {y:?}");
+    }
+    let (ma, mg) = (cpu.manifolds().to_vec(), gpu.manifolds().unwrap());
+    assert_eq!((a.manifolds.len(), g.manifolds.len()), (ma.len(), mg.len()));
+    let keys = |m: &signorini::layout::GpuManifold| {
+        (m.body_a, m.body_b, m.points[..m.count as usize].iter().map(|p| p.key).collect::<Vec<_>>())
+    };
+    let gpu_by_pair: std::collections::HashMap<_, _> = mg.iter().map(keys).zip(&g.manifolds).collect();
+    let (mut points, mut unmatched, mut radii) = (0, 0, 0);
+    for (m, x) in ma.iter().zip(&a.manifolds) {
+        let Some(y) = gpu_by_pair.get(&keys(m)) else {
+            unmatched += 1;
+            continue;
+        };
+        radii += usize::from(m.radius_a > 0.0 || m.radius_b > 0.0);
+        for (word, (&x, &y)) in x.iter().zip(y.iter()).enumerate() {
+            assert!(close(x, y), "pair {}-{}: word {word} {x} against {y}", m.body_a, m.body_b);
+        }
+        points += m.count as usize;
+    }
+    assert!(unmatched <= 2, "{unmatched} of {} manifolds found no twin", ma.len());
+    assert!(points >= 600 && radii >= 20, "only {points} points and {radii} manifolds with radii compared");
+}
+
+/// `SolverSettings::gpu_prepared_passes` changes where the GPU's passes take each point's lever
+/// arms and effective masses from, not what they are: 40 steps of 400 boxes, some bouncy, piling
+/// on a ground box with only three colors (so a third of the manifolds go to the Jacobi overflow,
+/// which recomputes its masses for split bodies), with and without the prepared records, end in
+/// the same bits on a software adapter (where CI runs; both pipelines round alike). A hardware
+/// compiler may contract the same arithmetic differently in the two places: there the first
+/// three steps agree within 1e-5 m and 1e-4 m/s.
+#[test]
+fn gpu_passes_prepared_or_computed_agree() {
+    let Some(ctx) = common::gpu() else { return };
+    let world = |prepared: bool| {
+        let mut desc = signorini::scenes::bench_desc();
+        desc.solver.max_colors = 3;
+        desc.solver.gpu_prepared_passes = prepared;
+        let mut world = World::new(desc).unwrap();
+        signorini::scenes::add_ground(&mut world, 20.0).unwrap();
+        let mut rng = signorini::scenes::Lcg(5);
+        for i in 0..400 {
+            let at =
+                Vec3::new((i % 8) as f32 * 0.5 - 2.0, 0.3 + (i / 64) as f32 * 0.5, ((i / 8) % 8) as f32 * 0.5 - 2.0);
+            let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
+            let body = RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation());
+            world.add_body(body.restitution(if i % 3 == 0 { 0.5 } else { 0.0 })).unwrap();
+        }
+        world
+    };
+    let steps = if ctx.adapter().software { 40 } else { 3 };
+    let run = |prepared: bool| {
+        let mut gpu = GpuSolver::new(ctx, &world(prepared)).unwrap();
+        gpu.step_many(steps);
+        let stats = gpu.stats().unwrap();
+        (gpu.body_states().unwrap(), stats)
+    };
+    let ((a, stats), (b, _)) = (run(true), run(false));
+    assert!(stats.overflow > 100 && stats.contacts > 1000, "overflow {}, contacts {}", stats.overflow, stats.contacts);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        if ctx.adapter().software {
+            assert_eq!(x, y, "body {i}");
+        } else {
+            let (dp, dv) = (x.position.distance(y.position), x.linear_velocity.distance(y.linear_velocity));
+            assert!(dp < 1e-5 && dv < 1e-4, "body {i}: {dp} m, {dv} m/s apart");
+        }
+    }
 }

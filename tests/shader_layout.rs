@@ -256,6 +256,7 @@ fn step_params_uniform_matches_wgsl() {
         recycle_contacts: 51,
         particle_colliders: 52,
         particle_selected: 53,
+        prepared_passes: 54,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -312,6 +313,7 @@ fn step_params_uniform_matches_wgsl() {
         ("recycle_contacts", 51.0),
         ("particle_colliders", 52.0),
         ("particle_selected", 53.0),
+        ("prepared_passes", 54.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -350,6 +352,7 @@ fn step_params_uniform_matches_wgsl() {
             "recycle_contacts",
             "particle_colliders",
             "particle_selected",
+            "prepared_passes",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

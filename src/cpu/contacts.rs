@@ -175,6 +175,36 @@ impl ContactState {
         &self.separated
     }
 
+    /// The prepared records per manifold (pair order) and the inertia per body, in the GPU's
+    /// layout: the points past a manifold's count zeroed (the lane code fills them with what
+    /// it computes from zeros), the manifold's own words kept.
+    pub fn prepared_records(&self) -> crate::layout::PreparedRecords {
+        let manifolds = if self.prepared.len() == self.manifolds.len() {
+            self.manifolds
+                .iter()
+                .zip(&self.slots)
+                .map(|(m, &slot)| {
+                    let mut words: [f32; 64] = bytemuck::cast(self.prepared[slot as usize]);
+                    for point in words.chunks_exact_mut(16).skip(m.count as usize) {
+                        point[..13].fill(0.0);
+                    }
+                    words
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let inertia = self
+            .inertia
+            .iter()
+            .map(|i| {
+                let c = i.to_cols_array();
+                [c[0], c[1], c[2], 0.0, c[3], c[4], c[5], 0.0, c[6], c[7], c[8], 0.0]
+            })
+            .collect();
+        crate::layout::PreparedRecords { manifolds, inertia }
+    }
+
     /// Marks what the passes cached stale: positions or orientations moved.
     pub fn positions_moved(&mut self) {
         self.prepared_valid = false;
@@ -284,9 +314,9 @@ impl Prepared {
 }
 
 /// A contact point's inverse effective masses as every pass reads them: `k_n` along the normal,
-/// and the reciprocals of the normal and tangent ones, so that no pass divides. The WGSL pass
-/// computes the same factors where it uses them (`friction_factors` and `1.0 / k_n` in
-/// shaders/solve_contacts.wgsl).
+/// and the reciprocals of the normal and tangent ones, so that no pass divides. The GPU's
+/// `prepare_manifolds` (shaders/solve_contacts.wgsl) stores the same words in the same places
+/// of a [`Prepared`], which its passes read.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct PointMasses {

@@ -260,6 +260,12 @@ impl CpuSolver {
         &self.contacts_state.manifolds
     }
 
+    /// What the last step's last preparation left for the manifold passes, per manifold of
+    /// [`Self::manifolds`] and per body (empty before the first step with contacts).
+    pub fn prepared(&self) -> crate::layout::PreparedRecords {
+        self.contacts_state.prepared_records()
+    }
+
     /// The colors of the last step: for each color the manifold indices it holds, then the
     /// overflow solved by Jacobi.
     pub fn color_buckets(&self) -> (Vec<Vec<u32>>, Vec<u32>) {

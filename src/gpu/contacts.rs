@@ -12,7 +12,7 @@ use super::shaders::{RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SI
 use super::timing::{Marks, Stage};
 use crate::cpu::contacts::GridSpec;
 use crate::error::{Error, Result};
-use crate::layout::{GpuManifold, GpuWorkLayout, StepParams};
+use crate::layout::{GpuManifold, GpuWorkLayout, PreparedRecords, StepParams};
 
 /// Buffers the contact stages share with the rest of the solver.
 pub(crate) struct Shared<'a> {
@@ -34,6 +34,7 @@ struct Pipelines {
     grid_cells: wgpu::ComputePipeline,
     grid_pairs: wgpu::ComputePipeline,
     grid_finish: wgpu::ComputePipeline,
+    grid_write: wgpu::ComputePipeline,
     collide_pairs: wgpu::ComputePipeline,
     recycle_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
@@ -50,6 +51,8 @@ struct Pipelines {
     jacobi_split: wgpu::ComputePipeline,
     /// Per sweep (solve, relax, restitution): the colored and the Jacobi kernel.
     sweeps: [(wgpu::ComputePipeline, wgpu::ComputePipeline); 3],
+    /// The manifolds' records and the bodies' inertia for the current positions.
+    prepare_manifolds: wgpu::ComputePipeline,
     /// The warm start: the bouncing manifolds' work, then the gather by body.
     warm_start_work: wgpu::ComputePipeline,
     warm_start_gather: wgpu::ComputePipeline,
@@ -71,6 +74,9 @@ pub(crate) struct GpuContacts {
     pub layout: GpuWorkLayout,
     work: wgpu::Buffer,
     manifolds: [wgpu::Buffer; 2],
+    /// The prepared records, then the bodies' inertia (`prepare_manifolds`).
+    prepared: wgpu::Buffer,
+
     args: wgpu::Buffer,
     header_readback: wgpu::Buffer,
     header_ready: Arc<AtomicBool>,
@@ -89,15 +95,23 @@ pub(crate) struct GpuContacts {
     body_grid: (u32, u32),
     pair_grid: (u32, u32),
     manifold_grid: (u32, u32),
+    /// A thread per manifold and per body (`prepare_manifolds`).
+    prepare_grid: (u32, u32),
     histogram_grid: (u32, u32),
     manifold_stats_grid: (u32, u32),
     max_colors: u32,
     rounds: u32,
+    /// Whether the passes read prepared records (`SolverSettings::gpu_prepared_passes`).
+    prepared_passes: bool,
     /// Pairs and manifolds wanted beyond capacity in the last step read back (0 when they fit).
     pub dropped: u32,
     /// Whether a step has already warned that the buffers are at the device's limit.
     pub at_limit_warned: bool,
 }
+
+/// Bytes of a manifold's prepared record (sixteen vec4s) and of a body's inertia (three).
+const PREPARED_BYTES: u64 = 256;
+const INERTIA_BYTES: u64 = 48;
 
 /// Words of the header at the start of the arena.
 const HEADER: u32 = 16;
@@ -218,8 +232,8 @@ impl GpuContacts {
             }))
         };
         let work = make("work", 4 * layout.total as u64, storage | wgpu::BufferUsages::COPY_SRC)?;
-        // Per bucket its dispatch, then the Jacobi gather's.
-        let args = make("dispatch_args", 12 * (buckets as u64 + 1), storage | wgpu::BufferUsages::INDIRECT)?;
+        // Per bucket its dispatch, then the Jacobi gather's, then `grid_write`'s.
+        let args = make("dispatch_args", 12 * (buckets as u64 + 2), storage | wgpu::BufferUsages::INDIRECT)?;
         let manifold_bytes = size_of::<GpuManifold>() as u64;
         let candidates = make("candidates", manifold_bytes * pair_capacity as u64, storage)?;
         let readable = storage | wgpu::BufferUsages::COPY_SRC;
@@ -228,6 +242,13 @@ impl GpuContacts {
             make("manifolds_odd", manifold_bytes * manifold_capacity as u64, readable)?,
         ];
         let deltas = make("jacobi_deltas", 64 * manifold_capacity as u64, storage)?;
+        // Per manifold its prepared record (sixteen vec4s), then per body three (its inertia).
+        let prepared_bytes = if params.prepared_passes != 0 {
+            PREPARED_BYTES * manifold_capacity as u64 + INERTIA_BYTES * n as u64
+        } else {
+            0
+        };
+        let prepared = make("prepared", prepared_bytes, readable)?;
         // Per body two counters, then the raw pair count and the large-body count.
         let counters = make("counters", 8 * n as u64 + 8, storage)?;
         let header_readback = device.create_buffer(&wgpu::BufferDescriptor {
@@ -279,7 +300,7 @@ impl GpuContacts {
         let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
         let pairs_slots = [Slot::Uniform, Slot::Uniform, ro, ro, ro, ro, ro, rw, rw, rw];
         let manifold_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, ro, ro, ro, rw, rw, rw, rw, ro];
-        let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, ro, rw, rw, rw, rw];
+        let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, ro, rw, rw, rw, rw, rw];
         let pairs_layout = kernels::layout(device, "pairs", &pairs_slots);
         let manifold_layout = kernels::layout(device, "manifolds", &manifold_slots);
         let solve_layout = kernels::layout(device, "solve_contacts", &solve_slots);
@@ -342,6 +363,7 @@ impl GpuContacts {
                     &work,
                     &deltas,
                     s.stats,
+                    &prepared,
                 ],
             )
         });
@@ -354,7 +376,10 @@ impl GpuContacts {
             kernels::pipeline(device, modules, &[layout], file, entry)
         };
         let m = |entry: &str| p(&manifold_layout, "manifolds", entry);
-        let v = |entry: &str| p(&solve_layout, "solve_contacts", entry);
+        let prepared_passes = [("PREPARED_PASSES", f64::from(params.prepared_passes))];
+        let v = |entry: &str| {
+            kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", entry, &prepared_passes)
+        };
         let pipelines = Pipelines {
             keep_faces: p(&pairs_layout, "broad_phase", "keep_faces"),
             contacts_begin: p(&pairs_layout, "broad_phase", "contacts_begin"),
@@ -362,7 +387,8 @@ impl GpuContacts {
             write_pairs: p(&pairs_layout, "broad_phase", "write_pairs"),
             grid_cells: p(&pairs_layout, "broad_phase", "grid_cells"),
             grid_pairs: p(&pairs_layout, "broad_phase", "grid_pairs"),
-            grid_finish: p(&pairs_layout, "broad_phase", "grid_finish"),
+            grid_finish: m("grid_finish"),
+            grid_write: p(&pairs_layout, "broad_phase", "grid_write"),
             collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
             recycle_pairs: m("recycle_pairs"),
             compact_manifolds: m("compact_manifolds"),
@@ -377,6 +403,7 @@ impl GpuContacts {
             bucket_scatter: m("bucket_scatter"),
             bucket_args: m("bucket_args"),
             jacobi_split: m("jacobi_split"),
+            prepare_manifolds: v("prepare_manifolds"),
             warm_start_work: v("warm_start_work"),
             warm_start_gather: v("warm_start_gather"),
             sweeps: [
@@ -391,6 +418,7 @@ impl GpuContacts {
             layout,
             work,
             manifolds,
+            prepared,
             args,
             header_readback,
             header_ready: Arc::new(AtomicBool::new(false)),
@@ -408,10 +436,12 @@ impl GpuContacts {
             body_grid: dispatch_grid(n, WORKGROUP_SIZE),
             pair_grid: dispatch_grid(pair_capacity, WORKGROUP_SIZE),
             manifold_grid: dispatch_grid(manifold_capacity, WORKGROUP_SIZE),
+            prepare_grid: dispatch_grid(manifold_capacity.max(n), WORKGROUP_SIZE),
             histogram_grid: dispatch_grid(histogram_groups * STATS_WORKGROUP_SIZE, STATS_WORKGROUP_SIZE),
             manifold_stats_grid: dispatch_grid(manifold_capacity, STATS_WORKGROUP_SIZE),
             max_colors: params.max_colors,
             rounds: params.coloring_rounds,
+            prepared_passes: params.prepared_passes != 0,
             dropped: 0,
             at_limit_warned: false,
         })
@@ -446,7 +476,16 @@ impl GpuContacts {
             pass.set_bind_group(0, &self.pairs_group, &[]);
             self.dispatch(pass, "grid_cells", &p.grid_cells, self.body_grid);
             self.dispatch(pass, "grid_pairs", &p.grid_pairs, self.body_grid);
+            pass.set_bind_group(0, &self.manifold_groups[parity], &[0]);
             self.dispatch(pass, "grid_finish", &p.grid_finish, (1, 1));
+            // Only when the pairs overflowed (`grid_finish` sizes it): the list again, whole
+            // items in grid order, so that which pairs fit is no race.
+            self.scan.record(pass, &self.scan_group, SCAN_PAIRS, l.body_count);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+            pass.push_debug_group("grid_write");
+            pass.set_pipeline(&p.grid_write);
+            pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
+            pass.pop_debug_group();
             let (first, passes) = (self.cell_passes, self.pair_passes);
             self.radix.record(
                 pass,
@@ -501,20 +540,43 @@ impl GpuContacts {
         let pairs = if l.brute_force != 0 {
             2 + scan
         } else {
-            Radix::dispatches(self.cell_passes) + 3 + Radix::dispatches(self.pair_passes)
+            Radix::dispatches(self.cell_passes) + 3 + scan + 1 + Radix::dispatches(self.pair_passes)
         };
         let coloring = if self.rounds > 0 { 1 + 3 * self.rounds } else { 0 };
         2 + pairs + (2 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
-    /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start two
-    /// (the work of bouncing manifolds, the gather by body), else one per color, the overflow
-    /// and its gather. Colors beyond those in use still cost an (empty) indirect dispatch.
+    /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the
+    /// preparation's, the work of bouncing manifolds and the gather by body, else one per
+    /// color, the overflow and its gather. Colors beyond those in use still cost an (empty)
+    /// indirect dispatch.
     pub fn pass_dispatches(&self, which: Pass) -> u32 {
         match which {
-            Pass::WarmStart => 2,
+            Pass::WarmStart => self.prepare_dispatches() + 2,
             _ => self.max_colors + 2,
         }
+    }
+
+    /// Records the preparation ([`Self::prepare_dispatches`]): each manifold's lever arms,
+    /// separations and effective masses, and each body's world inverse inertia, for the
+    /// current positions, which the warm start and the solve and relax passes then read (the
+    /// CPU's `prepare`). Positions move between the solve passes and the relax passes of a
+    /// substep, so each substep prepares twice. Nothing when the passes compute those words
+    /// themselves (`SolverSettings::gpu_prepared_passes` off).
+    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+        if !self.prepared_passes {
+            return;
+        }
+        pass.push_debug_group("prepare_manifolds");
+        pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
+        pass.set_pipeline(&self.pipelines.prepare_manifolds);
+        pass.dispatch_workgroups(self.prepare_grid.0.max(1), self.prepare_grid.1, 1);
+        pass.pop_debug_group();
+    }
+
+    /// Dispatches of [`Self::record_prepare`]: one, or none.
+    pub fn prepare_dispatches(&self) -> u32 {
+        u32::from(self.prepared_passes)
     }
 
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
@@ -524,7 +586,9 @@ impl GpuContacts {
         let group = &self.solve_groups[parity];
         let ((colored, jacobi), name) = match which {
             Pass::WarmStart => {
-                // By body (`warm_start_bodies`): the bouncing manifolds' work, then the gather.
+                // For the positions at the substep's start; then by body (`warm_start_bodies`):
+                // the bouncing manifolds' work, then the gather.
+                self.record_prepare(pass, parity);
                 pass.push_debug_group("warm_start");
                 pass.set_bind_group(0, group, &[0]);
                 pass.set_pipeline(&p.warm_start_work);
@@ -622,6 +686,38 @@ impl GpuContacts {
         let mut out: Vec<GpuManifold> = super::solver::read_buffer(device, &staging)?;
         out.truncate(count as usize);
         Ok(out)
+    }
+
+    /// The last preparation's records, per manifold of [`Self::read_manifolds`], and its
+    /// bodies' inertia, per body (see `GpuSolver::prepared`).
+    pub fn read_prepared(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<PreparedRecords> {
+        if !self.prepared_passes {
+            return Ok(PreparedRecords::default());
+        }
+        let count = self.read_words(device, queue, 1, 1)?[0] as u64;
+        let bodies = self.layout.body_count as u64;
+        let inertia_at = PREPARED_BYTES * self.layout.manifold_capacity as u64;
+        let read = |offset: u64, bytes: u64| -> Result<Vec<f32>> {
+            let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("prepared_readback"),
+                size: bytes.max(16),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder =
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prepared_readback") });
+            encoder.copy_buffer_to_buffer(&self.prepared, offset, &staging, 0, bytes);
+            queue.submit([encoder.finish()]);
+            let mut words: Vec<f32> = super::solver::read_buffer(device, &staging)?;
+            words.truncate(bytes as usize / 4);
+            Ok(words)
+        };
+        let records = read(0, PREPARED_BYTES * count)?;
+        let inertia = read(inertia_at, INERTIA_BYTES * bodies)?;
+        Ok(PreparedRecords {
+            manifolds: records.chunks_exact(64).map(|r| r.try_into().expect("64 words")).collect(),
+            inertia: inertia.chunks_exact(12).map(|r| r.try_into().expect("12 words")).collect(),
+        })
     }
 
     /// How many manifolds of the last step were carried over without the narrow phase: the

@@ -85,6 +85,18 @@ pub(crate) fn pipeline(
     file: &str,
     entry: &str,
 ) -> wgpu::ComputePipeline {
+    pipeline_with(device, modules, groups, file, entry, &[])
+}
+
+/// [`pipeline`] with values for the stage file's pipeline-overridable constants (`override`).
+pub(crate) fn pipeline_with(
+    device: &wgpu::Device,
+    modules: &[(&'static str, wgpu::ShaderModule)],
+    groups: &[&wgpu::BindGroupLayout],
+    file: &str,
+    entry: &str,
+    constants: &[(&str, f64)],
+) -> wgpu::ComputePipeline {
     let module = &modules.iter().find(|(name, _)| *name == file).unwrap_or_else(|| panic!("no stage file {file}")).1;
     let groups: Vec<Option<&wgpu::BindGroupLayout>> = groups.iter().map(|g| Some(*g)).collect();
     let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -97,7 +109,7 @@ pub(crate) fn pipeline(
         layout: Some(&layout),
         module,
         entry_point: Some(entry),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
         cache: None,
     })
 }

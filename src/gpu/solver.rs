@@ -407,6 +407,16 @@ impl GpuSolver {
         }
     }
 
+    /// What the last step's last preparation left for the manifold passes, per manifold of
+    /// [`Self::manifolds`] and per body (read back; empty without body contacts, and when the
+    /// passes compute those words themselves: `SolverSettings::gpu_prepared_passes` off).
+    pub fn prepared(&mut self) -> Result<crate::layout::PreparedRecords> {
+        match &self.contacts_stages {
+            Some(c) => c.read_prepared(&self.device, &self.queue),
+            None => Ok(Default::default()),
+        }
+    }
+
     /// The colors of the last step: for each color the manifold indices it holds, then the
     /// overflow solved by Jacobi (read back).
     pub fn color_buckets(&mut self) -> Result<(Vec<Vec<u32>>, Vec<u32>)> {
@@ -427,6 +437,9 @@ impl GpuSolver {
             once += c.detection_dispatches() + c.pass_dispatches(ContactPass::Restitution);
             let sweeps = p.iterations + if relax { p.relax_iterations } else { 0 };
             per_substep += c.pass_dispatches(ContactPass::WarmStart) + sweeps * c.pass_dispatches(ContactPass::Solve);
+            if relax {
+                per_substep += c.prepare_dispatches();
+            }
         }
         once + p.substeps * per_substep
     }
@@ -498,6 +511,7 @@ impl GpuSolver {
                 marks.mark(pass, Stage::Solve);
                 self.dispatch(pass, "relax_static", &p.relax_static, grid);
                 if let Some(c) = contacts {
+                    c.record_prepare(pass, parity);
                     for _ in 0..self.params.relax_iterations {
                         c.record_pass(pass, parity, ContactPass::Relax);
                     }
