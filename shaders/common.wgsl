@@ -233,10 +233,6 @@ fn thread_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32, size: u
     return (workgroup.y * workgroups.x + workgroup.x) * size + local;
 }
 
-// Products and sums spelled out in the order of the Rust twin (glam's `Vec3::dot` and
-// `Mat3 * Vec3`): the builtins `dot`, `cross`, `length` and `mat3x3 * vec3` are free to fuse or reorder
-// (lavapipe's matrix product and GL's dot do), and one rounding difference is enough for the
-// CPU and GPU paths to part.
 // The broad phase's atomic counters after the two per body (of `body_count`): the raw pairs,
 // then the large bodies.
 fn pair_counter(body_count: u32) -> u32 {
@@ -257,6 +253,10 @@ fn grid_args(groups: u32) -> vec3<u32> {
     return vec3<u32>((groups + y - 1u) / y, y, 1u);
 }
 
+// Products and sums spelled out in the order of the Rust twin (glam's `Vec3::dot` and
+// `Mat3 * Vec3`): the builtins `dot`, `cross`, `length` and `mat3x3 * vec3` are free to fuse or reorder
+// (lavapipe's matrix product and GL's dot do), and one rounding difference is enough for the
+// CPU and GPU paths to part.
 fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
     return a.x * b.x + a.y * b.y + a.z * b.z;
 }

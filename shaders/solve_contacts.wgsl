@@ -38,8 +38,9 @@ fn inertia_at(body: u32) -> u32 {
 
 // Whether the passes read the prepared records (`SolverSettings::gpu_prepared_passes`) or
 // compute the same words themselves: a pipeline constant, so that each pipeline holds one way
-// only (a uniform branch between both cost lavapipe a quarter of the solve's time).
-override PREPARED_PASSES: bool = true;
+// only (a uniform branch between both cost lavapipe a quarter of the solve's time). Every solve
+// pipeline sets it; the default is the setting's.
+override PREPARED_PASSES: bool = false;
 
 fn reads_prepared() -> bool {
     return PREPARED_PASSES;

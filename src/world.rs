@@ -120,7 +120,8 @@ pub struct SolverSettings {
     pub recycle_contacts: bool,
     /// Whether the GPU solver's manifold passes read what only positions change (each
     /// point's lever arms, separation and effective masses, each body's world inverse inertia)
-    /// from records prepared once per position update (`prepare_manifolds`, twice a substep),
+    /// from records prepared once per position update (`prepare_manifolds`, before each
+    /// substep's warm start and again before its relax sweeps),
     /// instead of computing it in every pass, as the CPU solver does. A pass then does about
     /// 40 % of the arithmetic (by a count of its operations), and reads 256 more bytes per
     /// manifold. Default false: on

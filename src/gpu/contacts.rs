@@ -76,7 +76,6 @@ pub(crate) struct GpuContacts {
     manifolds: [wgpu::Buffer; 2],
     /// The prepared records, then the bodies' inertia (`prepare_manifolds`).
     prepared: wgpu::Buffer,
-
     args: wgpu::Buffer,
     header_readback: wgpu::Buffer,
     header_ready: Arc<AtomicBool>,

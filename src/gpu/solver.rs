@@ -281,7 +281,9 @@ impl GpuSolver {
     }
 
     /// Grows the contact buffers when the last step read back wanted more than they hold (one
-    /// step late; what did not fit in that step is reported as dropped in the statistics).
+    /// step late at the earliest: the header is looked at without waiting, so a step or more
+    /// may pass before it has arrived; what did not fit is reported as dropped in the
+    /// statistics).
     fn grow_contacts(&mut self) -> Result<()> {
         let Some(contacts) = self.contacts_stages.as_mut() else { return Ok(()) };
         let _ = self.device.poll(wgpu::PollType::Poll);
