@@ -394,7 +394,7 @@ fn progress(steps: u32, what: &str) -> ProgressBar {
 /// A rough count of the bytes the GPU step reads and writes: every stage reads and writes its
 /// records once per dispatch that touches them (bodies and solver bodies once per body stage,
 /// each manifold and its two bodies once per manifold pass, with `gpu_prepared_passes` also its
-/// prepared record (256 bytes) per pass and per preparation, each plane contact once per static
+/// prepared record per pass and per preparation, each plane contact once per static
 /// pass). Manifolds are taken as a quarter of the contact points (a resting box face has four).
 fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
     use signorini::layout::{GpuBody, GpuManifold, GpuSolverBody, GpuStaticContact};
@@ -403,7 +403,8 @@ fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
     let body = (std::mem::size_of::<GpuBody>() + std::mem::size_of::<GpuSolverBody>()) as u64;
     let manifolds = (stats.contacts as u64).div_ceil(4);
     let prepared = s.gpu_prepared_passes;
-    let manifold = std::mem::size_of::<GpuManifold>() as u64 + if prepared { 256 } else { 0 };
+    let record = 4 * signorini::layout::PREPARED_MANIFOLD_WORDS as u64;
+    let manifold = std::mem::size_of::<GpuManifold>() as u64 + if prepared { record } else { 0 };
     let prepares = if prepared { 1 + u64::from(s.relax_iterations > 0) } else { 0 };
     let per_substep_manifold_passes = prepares + 1 + s.iterations as u64 + s.relax_iterations as u64;
     let body_stages = 4 + 3 * s.substeps as u64;

@@ -28,12 +28,12 @@ fn motion_of(i: u32, split: f32) -> Motion {
 // src/cpu/contacts.rs (ra, rb, separation, k_n, 1 / k_n, the tangent block's inverse, 1 / λmax,
 // then three words of the manifold's: t1 in point 0's, t2 in point 1's, the normal in point 2's).
 fn prepared_at(i: u32, k: u32) -> u32 {
-    return 16u * i + 4u * k;
+    return PREPARED_MANIFOLD_VEC4S * i + 4u * k;
 }
 
 // Body `body`'s world inverse inertia in `prepared`, after the manifolds' records.
 fn inertia_at(body: u32) -> u32 {
-    return 16u * work_layout.manifold_capacity + 3u * body;
+    return PREPARED_MANIFOLD_VEC4S * work_layout.manifold_capacity + PREPARED_BODY_VEC4S * body;
 }
 
 // Whether the passes read the prepared records (`SolverSettings::gpu_prepared_passes`) or
@@ -61,8 +61,11 @@ fn pass_motion(i: u32, split: f32) -> Motion {
     return Motion(b.linear_velocity, b.angular_velocity, b.inv_mass * split, inv * split);
 }
 
-// Point `k` of manifold `i`'s prepared lever arms and separation.
-fn prepared_geometry(i: u32, k: u32) -> Geometry {
+// Point `k` of manifold `i` (a copy at `m`): its lever arms and separation, prepared or computed.
+fn pass_geometry(i: u32, m: ptr<function, Manifold>, k: u32) -> Geometry {
+    if !reads_prepared() {
+        return geometry_of(m, k);
+    }
     let at = prepared_at(i, k);
     let a = prepared[at];
     let b = prepared[at + 1u];
@@ -404,14 +407,7 @@ fn manifold_pass(i: u32, m: ptr<function, Manifold>, ma: ptr<function, Motion>, 
     let use_bias = which == PASS_SOLVE;
     let soft = softness(*ma, *mb);
     for (var k = 0u; k < (*m).count; k++) {
-        // (The manifold goes by value only where it is read: a copy of its 384 bytes per point
-        // cost lavapipe a fifth of the solve.)
-        var g: Geometry;
-        if reads_prepared() {
-            g = prepared_geometry(i, k);
-        } else {
-            g = geometry_of(m, k);
-        }
+        let g = pass_geometry(i, m, k);
         geo[k] = g;
         bias[k] = contact_bias(soft, g.separation, use_bias);
         if computed {
@@ -457,6 +453,25 @@ fn manifold_pass(i: u32, m: ptr<function, Manifold>, ma: ptr<function, Motion>, 
     }
 }
 
+// A body's motion for a pass of kind `which`: restitution, once a step after the last position
+// update, computes its inertia (with no relax sweeps nothing was prepared since); the other passes
+// take `pass_motion`.
+fn sweep_motion(i: u32, split: f32, which: u32) -> Motion {
+    if which == PASS_RESTITUTION {
+        return motion_of(i, split);
+    }
+    return pass_motion(i, split);
+}
+
+// One pass of kind `which` over manifold `i` (copied to `m`).
+fn sweep(i: u32, m: ptr<function, Manifold>, ma: ptr<function, Motion>, mb: ptr<function, Motion>, which: u32, split: bool) {
+    if which == PASS_RESTITUTION {
+        restitution_pass(m, ma, mb);
+    } else {
+        manifold_pass(i, m, ma, mb, which, split);
+    }
+}
+
 fn store(i: u32, m: Motion) {
     if is_dynamic(i) {
         bodies[i].linear_velocity = m.v;
@@ -481,19 +496,9 @@ fn color_pass(k: u32, which: u32) {
         return;
     }
     var m = manifolds[i];
-    // Restitution, once a step, computes what it needs; the other passes read it prepared.
-    if which == PASS_RESTITUTION {
-        var ma = motion_of(m.body_a, 1.0);
-        var mb = motion_of(m.body_b, 1.0);
-        restitution_pass(&m, &ma, &mb);
-        manifolds[i] = m;
-        store(m.body_a, ma);
-        store(m.body_b, mb);
-        return;
-    }
-    var ma = pass_motion(m.body_a, 1.0);
-    var mb = pass_motion(m.body_b, 1.0);
-    manifold_pass(i, &m, &ma, &mb, which, false);
+    var ma = sweep_motion(m.body_a, 1.0, which);
+    var mb = sweep_motion(m.body_b, 1.0, which);
+    sweep(i, &m, &ma, &mb, which, false);
     manifolds[i] = m;
     store(m.body_a, ma);
     store(m.body_b, mb);
@@ -507,22 +512,11 @@ fn jacobi_pass(k: u32, which: u32) {
     var m = manifolds[i];
     let split_a = f32(max(work[work_layout.split + m.body_a], 1u));
     let split_b = f32(max(work[work_layout.split + m.body_b], 1u));
-    var a0: Motion;
-    var b0: Motion;
-    if which == PASS_RESTITUTION {
-        a0 = motion_of(m.body_a, split_a);
-        b0 = motion_of(m.body_b, split_b);
-    } else {
-        a0 = pass_motion(m.body_a, split_a);
-        b0 = pass_motion(m.body_b, split_b);
-    }
+    let a0 = sweep_motion(m.body_a, split_a, which);
+    let b0 = sweep_motion(m.body_b, split_b, which);
     var ma = a0;
     var mb = b0;
-    if which == PASS_RESTITUTION {
-        restitution_pass(&m, &ma, &mb);
-    } else {
-        manifold_pass(i, &m, &ma, &mb, which, true);
-    }
+    sweep(i, &m, &ma, &mb, which, true);
     manifolds[i] = m;
     deltas[4u * i] = vec4<f32>(ma.v - a0.v, 0.0);
     deltas[4u * i + 1u] = vec4<f32>(ma.w - a0.w, 0.0);
@@ -605,13 +599,7 @@ fn warm_start_work(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     var mb = pass_motion(m.body_b, 1.0);
     let basis = pass_basis(i, m.normal);
     for (var k = 0u; k < m.count; k++) {
-        var g: Geometry;
-        if reads_prepared() {
-            g = prepared_geometry(i, k);
-        } else {
-            g = geometry_of(&m, k);
-        }
-        m.absorbed -= apply_at(&ma, &mb, g, warm_impulse(&m, basis, k), true);
+        m.absorbed -= apply_at(&ma, &mb, pass_geometry(i, &m, k), warm_impulse(&m, basis, k), true);
     }
     manifolds[i].absorbed = m.absorbed;
 }
@@ -631,12 +619,7 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         var m = manifolds[i];
         let basis = pass_basis(i, m.normal);
         for (var p = 0u; p < m.count; p++) {
-            var g: Geometry;
-            if reads_prepared() {
-                g = prepared_geometry(i, p);
-            } else {
-                g = geometry_of(&m, p);
-            }
+            let g = pass_geometry(i, &m, p);
             let j = warm_impulse(&m, basis, p);
             if m.body_a == body {
                 apply(&motion, g.ra, -j);

@@ -335,6 +335,11 @@ pub struct GpuManifold {
 }
 const _: () = assert!(size_of::<GpuManifold>() == 384);
 
+/// Words of a manifold's prepared record (four points of sixteen; see [`PreparedRecords`]).
+pub const PREPARED_MANIFOLD_WORDS: usize = 64;
+/// Words of a body's prepared world inverse inertia (three columns of four).
+pub const PREPARED_BODY_WORDS: usize = 12;
+
 /// What the passes over the body-body manifolds read that only positions change, as the last
 /// preparation of a step left it (for tests and debugging; both solvers fill it the same way).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -346,15 +351,16 @@ pub struct PreparedRecords {
     /// three words of the manifold's: the first tangent in point 0's, the second in point 1's,
     /// the normal in point 2's, the friction, the point count and zero in point 3's. The first
     /// thirteen words of a point past the manifold's count are zero.
-    pub manifolds: Vec<[f32; 64]>,
+    pub manifolds: Vec<[f32; PREPARED_MANIFOLD_WORDS]>,
     /// Per body, its world inverse inertia at the prepared orientation as three columns of
     /// four words (the fourth zero); zero for a body that is not dynamic.
-    pub inertia: Vec<[f32; 12]>,
+    pub inertia: Vec<[f32; PREPARED_BODY_WORDS]>,
 }
 
 /// Where each per-step array lives in the `u32` work arena of the GPU contact stages, in words.
 /// Counts the GPU produces (pairs, manifolds) sit in the header at word 0:
-/// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count]`.
+/// `[pair_count, manifold_count, pairs_wanted, manifolds_wanted, previous_manifold_count,
+/// large_body_count]` (the last for `grid_write`).
 /// 144 bytes, a uniform.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]

@@ -118,16 +118,15 @@ pub struct SolverSettings {
     /// than 1.15 degrees from the normal): "contact recycling", with which a resting stack skips most of
     /// its narrow phase. Default true; false runs the narrow phase on every pair every step.
     pub recycle_contacts: bool,
-    /// Whether the GPU solver's manifold passes read what only positions change (each
-    /// point's lever arms, separation and effective masses, each body's world inverse inertia)
-    /// from records prepared once per position update (`prepare_manifolds`, before each
-    /// substep's warm start and again before its relax sweeps),
-    /// instead of computing it in every pass, as the CPU solver does. A pass then does about
-    /// 40 % of the arithmetic (by a count of its operations), and reads 256 more bytes per
-    /// manifold. Default false: on
-    /// lavapipe, the only adapter it has been timed on, the preparation costs more than the
-    /// passes save (large pyramid, solve 218-225 against 136-157 ms/step, software times); on
-    /// a GPU, where a small scene's colors each wait on one thread's chain of arithmetic, it is
+    /// Whether the GPU solver's manifold passes read what only positions change (each point's
+    /// lever arms, separation and effective masses, each body's world inverse inertia) from
+    /// records prepared once per position update (`prepare_manifolds`, before each substep's
+    /// warm start and again before its relax sweeps), instead of computing it in every pass,
+    /// as the CPU solver does. A pass then does about 40 % of the arithmetic (by a count of
+    /// its operations), and reads 256 more bytes per manifold. Default false: on lavapipe, the
+    /// only adapter it has been timed on, the preparation costs more than the passes save
+    /// (large pyramid, solve 218-225 against 136-157 ms/step, software times); on a GPU,
+    /// where a small scene's colors each wait on one thread's chain of arithmetic, it is
     /// untimed. Either way the results are the same bits on the software adapters (a hardware
     /// compiler may contract the arithmetic differently in the two places). The CPU solver
     /// always prepares, and ignores it.

@@ -184,7 +184,8 @@ impl ContactState {
                 .iter()
                 .zip(&self.slots)
                 .map(|(m, &slot)| {
-                    let mut words: [f32; 64] = bytemuck::cast(self.prepared[slot as usize]);
+                    let mut words: [f32; crate::layout::PREPARED_MANIFOLD_WORDS] =
+                        bytemuck::cast(self.prepared[slot as usize]);
                     for point in words.chunks_exact_mut(16).skip(m.count as usize) {
                         point[..13].fill(0.0);
                     }
@@ -223,7 +224,7 @@ impl ContactState {
 pub(crate) struct Prepared {
     pub(crate) points: [PreparedPoint; 4],
 }
-const _: () = assert!(size_of::<Prepared>() == 64 * 4);
+const _: () = assert!(size_of::<Prepared>() == 4 * crate::layout::PREPARED_MANIFOLD_WORDS);
 
 /// What the preparation reads of a manifold, five rows of eight words (160 bytes, where the
 /// manifold spreads them over 384): its bodies, point count, whether it keeps its contact frame

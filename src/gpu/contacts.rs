@@ -12,7 +12,9 @@ use super::shaders::{RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SI
 use super::timing::{Marks, Stage};
 use crate::cpu::contacts::GridSpec;
 use crate::error::{Error, Result};
-use crate::layout::{GpuManifold, GpuWorkLayout, PreparedRecords, StepParams};
+use crate::layout::{
+    GpuManifold, GpuWorkLayout, PREPARED_BODY_WORDS, PREPARED_MANIFOLD_WORDS, PreparedRecords, StepParams,
+};
 
 /// Buffers the contact stages share with the rest of the solver.
 pub(crate) struct Shared<'a> {
@@ -108,9 +110,9 @@ pub(crate) struct GpuContacts {
     pub at_limit_warned: bool,
 }
 
-/// Bytes of a manifold's prepared record (sixteen vec4s) and of a body's inertia (three).
-const PREPARED_BYTES: u64 = 256;
-const INERTIA_BYTES: u64 = 48;
+/// Bytes of a manifold's prepared record and of a body's inertia.
+const PREPARED_BYTES: u64 = 4 * PREPARED_MANIFOLD_WORDS as u64;
+const INERTIA_BYTES: u64 = 4 * PREPARED_BODY_WORDS as u64;
 
 /// Words of the header at the start of the arena.
 const HEADER: u32 = 16;
@@ -693,29 +695,17 @@ impl GpuContacts {
         if !self.prepared_passes {
             return Ok(PreparedRecords::default());
         }
-        let count = self.read_words(device, queue, 1, 1)?[0] as u64;
-        let bodies = self.layout.body_count as u64;
-        let inertia_at = PREPARED_BYTES * self.layout.manifold_capacity as u64;
-        let read = |offset: u64, bytes: u64| -> Result<Vec<f32>> {
-            let staging = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("prepared_readback"),
-                size: bytes.max(16),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let mut encoder =
-                device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("prepared_readback") });
-            encoder.copy_buffer_to_buffer(&self.prepared, offset, &staging, 0, bytes);
-            queue.submit([encoder.finish()]);
-            let mut words: Vec<f32> = super::solver::read_buffer(device, &staging)?;
-            words.truncate(bytes as usize / 4);
-            Ok(words)
+        let count = self.read_words(device, queue, 1, 1)?[0];
+        let (record_words, inertia_words) = (PREPARED_MANIFOLD_WORDS as u32, PREPARED_BODY_WORDS as u32);
+        let read = |offset: u32, words: u32| -> Result<Vec<f32>> {
+            let words = super::solver::read_words(device, queue, &self.prepared, "prepared_readback", offset, words)?;
+            Ok(words.into_iter().map(f32::from_bits).collect())
         };
-        let records = read(0, PREPARED_BYTES * count)?;
-        let inertia = read(inertia_at, INERTIA_BYTES * bodies)?;
+        let records = read(0, record_words * count)?;
+        let inertia = read(record_words * self.layout.manifold_capacity, inertia_words * self.layout.body_count)?;
         Ok(PreparedRecords {
-            manifolds: records.chunks_exact(64).map(|r| r.try_into().expect("64 words")).collect(),
-            inertia: inertia.chunks_exact(12).map(|r| r.try_into().expect("12 words")).collect(),
+            manifolds: records.chunks_exact(PREPARED_MANIFOLD_WORDS).map(|r| r.try_into().expect("a record")).collect(),
+            inertia: inertia.chunks_exact(PREPARED_BODY_WORDS).map(|r| r.try_into().expect("an inertia")).collect(),
         })
     }
 

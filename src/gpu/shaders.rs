@@ -11,7 +11,8 @@ use crate::collide::{
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
 use crate::layout::{
-    KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, SHAPE_BOX, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
+    KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, PREPARED_BODY_WORDS, PREPARED_MANIFOLD_WORDS, SHAPE_BOX,
+    SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
 use crate::particles::{
@@ -146,6 +147,8 @@ pub fn header() -> String {
          const FRAME_MIN_COS: f32 = {FRAME_MIN_COS:?};\n\
          const RECYCLE_DRIFT: f32 = {RECYCLE_DRIFT:?};\n\
          const MAX_MANIFOLD_POINTS: u32 = {MAX_MANIFOLD_POINTS}u;\n\
+         const PREPARED_MANIFOLD_VEC4S: u32 = {}u;\n\
+         const PREPARED_BODY_VEC4S: u32 = {}u;\n\
          const RECYCLE_MIN_AREA: f32 = {RECYCLE_MIN_AREA:?};\n\
          const RECYCLE_SLIDE_FRACTION: f32 = {RECYCLE_SLIDE_FRACTION:?};\n\
          const NO_COLOR: u32 = {NO_COLOR}u;\n\
@@ -179,7 +182,11 @@ pub fn header() -> String {
          const PARTICLE_KEEP_GAP: f32 = {PARTICLE_KEEP_GAP:?};\n\
          const PARTICLE_FAR: f32 = {PARTICLE_FAR:?};\n\
          const EMPTY_CELL: u32 = {EMPTY_CELL}u;\n\n",
-        GRID_HASH[0], GRID_HASH[1], GRID_HASH[2]
+        PREPARED_MANIFOLD_WORDS / 4,
+        PREPARED_BODY_WORDS / 4,
+        GRID_HASH[0],
+        GRID_HASH[1],
+        GRID_HASH[2]
     )
 }
 
