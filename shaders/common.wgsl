@@ -56,6 +56,7 @@ struct StepParams {
     particle_colliders: u32,
     particle_selected: u32,
     prepared_passes: u32,
+    particle_slot_wanted: u32,
 }
 
 struct Body {

@@ -1,30 +1,80 @@
 // Particle-body contacts found from the bodies' side, once per substep after the particle grid
 // is built: `body_particle_count` counts each body's particles, a scan turns the counts into
-// starts, and `body_particle_fill` lists each body's particles and hands each particle one of
-// its PARTICLE_BODY_SLOTS slots (an atomic counter per particle; `particle_count` then sorts a
-// particle's slots by body, so the order does not depend on which thread came first). Twins of
-// `for_each_particle_touching` and `find_body_contacts` in src/cpu/particle_contacts.rs.
+// starts, `body_particle_fill` lists each body's particles, and `particle_body_settle` gives each
+// particle the PARTICLE_BODY_SLOTS bodies of smallest index among those touching it, in the
+// order of their indices, as the CPU does (the order in which threads came does not matter).
+// Twins of `for_each_particle_touching` and `find_body_contacts` in
+// src/cpu/particle_contacts.rs.
 
 // A slot's first vec4 in `slots`: normal, then lever, then impulse.
 fn body_slot_data(j: u32, k: u32) -> u32 {
     return 3u * (j * PARTICLE_BODY_SLOTS + k);
 }
 
-// Particle j against the body posed as `body` with core bounds lo..hi, moving at `linear` and
-// sweeping `spin` m/s more at its surface (rotation and the substep's gravity): 1 when the two
-// can meet within the substep (and, when filling, its list entry at *e and a slot of the
-// particle written), else 0. The bounds grown by this pair's own reach reject most particles
-// before the narrow phase.
-fn body_particle_touch(b: u32, body: Posed, linear: vec3<f32>, spin: f32, j: u32, lo: vec3<f32>, hi: vec3<f32>, fill: bool, e: ptr<function, u32>) -> u32 {
+// Body b as the particles see it: posed, its core bounds, its velocity, and how much faster than
+// its centre its surface can move within the substep (rotation and the substep's gravity), m/s.
+struct BodyView {
+    posed: Posed,
+    lo: vec3<f32>,
+    hi: vec3<f32>,
+    linear: vec3<f32>,
+    spin: f32,
+}
+
+fn body_view(b: u32) -> BodyView {
+    let body = bodies[b];
+    let shape = shapes[props[b].shape];
+    let posed = Posed(shape, body.position, body.orientation);
+    let bounds = core_bounds(posed);
+    let arm = length3(max(bounds[1] - body.position, body.position - bounds[0])) + shape.radius;
+    let spin = length3(body.angular_velocity) * arm + params.h * length3(params.gravity);
+    return BodyView(posed, bounds[0], bounds[1], body.linear_velocity, spin);
+}
+
+// Particle j against body v: the narrow phase's contacts (none when the two cannot meet within
+// the substep). The bounds grown by this pair's own reach reject most particles before the
+// narrow phase.
+fn body_particle_contacts(v: BodyView, j: u32) -> Contacts {
     let q = particles[j];
-    let margin = params.particle_margin + params.h * (length3(q.velocity - linear) + spin);
-    let grow = vec3<f32>(body.shape.radius + q.radius + margin);
-    if any(q.position < lo - grow) || any(q.position > hi + grow) {
-        return 0u;
+    let margin = params.particle_margin + params.h * (length3(q.velocity - v.linear) + v.spin);
+    let grow = vec3<f32>(v.posed.shape.radius + q.radius + margin);
+    if any(q.position < v.lo - grow) || any(q.position > v.hi + grow) {
+        return empty_contacts(vec3<f32>(0.0));
     }
     let point = Shape(params.origin_point, 1u, 0u, 0u, 0u, 0u, q.radius, SHAPE_POINT);
     let a = Posed(point, q.position, vec4<f32>(0.0, 0.0, 0.0, 1.0));
-    let m = collide_point(a, body, margin);
+    return collide_point(a, v.posed, margin);
+}
+
+// A slot's normal (from the body to the particle) and lever (from the body's centre to its
+// surface point), from the contacts of `body_particle_contacts`.
+fn slot_geometry(v: BodyView, m: Contacts) -> array<vec4<f32>, 2> {
+    let normal = -m.normal;
+    let lever = m.points[0].core_b + normal * v.posed.shape.radius;
+    return array<vec4<f32>, 2>(vec4<f32>(normal, 0.0), vec4<f32>(lever, 0.0));
+}
+
+// Body b among the PARTICLE_BODY_SLOTS smallest body indices touching particle j, by a cascade of
+// atomic minima over the particle's `particle_slot_wanted` words (cleared to EMPTY_CELL): each
+// word keeps the smaller of what it holds and what arrives and passes the larger on. Slot k of
+// the particle then ends with the (k+1)-th smallest index, whatever order the bodies came in:
+// the first word sees every index, the second every index but the smallest, and so on.
+fn keep_smallest(j: u32, b: u32) {
+    var carry = b;
+    for (var k = 0u; k < PARTICLE_BODY_SLOTS; k++) {
+        let held = atomicMin(&work[params.particle_slot_wanted + j * PARTICLE_BODY_SLOTS + k], carry);
+        if held == EMPTY_CELL {
+            return;
+        }
+        carry = max(held, carry);
+    }
+}
+
+// Particle j against body b (seen as v): 1 when the two can meet within the substep (and, when
+// filling, its list entry at *e written, the body offered to the particle's slots and the
+// contact's geometry stored in the slot the particle's counter gives it, if any), else 0.
+fn body_particle_touch(b: u32, v: BodyView, j: u32, fill: bool, e: ptr<function, u32>) -> u32 {
+    let m = body_particle_contacts(v, j);
     if m.count == 0u {
         return 0u;
     }
@@ -33,16 +83,16 @@ fn body_particle_touch(b: u32, body: Posed, linear: vec3<f32>, spin: f32, j: u32
             atomicAdd(&work[params.particle_body_dropped], 1u);
             return 1u;
         }
-        let normal = -m.normal;
-        let lever = m.points[0].core_b + normal * body.shape.radius;
         atomicStore(&work[params.particle_body_list + *e], j);
         *e += 1u;
+        keep_smallest(j, b);
         let k = atomicAdd(&work[params.particle_slot_counts + j], 1u);
         if k < PARTICLE_BODY_SLOTS {
             atomicStore(&work[params.particle_slot_bodies + j * PARTICLE_BODY_SLOTS + k], b);
             let at = body_slot_data(j, k);
-            slots[at] = vec4<f32>(normal, 0.0);
-            slots[at + 1u] = vec4<f32>(lever, 0.0);
+            let g = slot_geometry(v, m);
+            slots[at] = g[0];
+            slots[at + 1u] = g[1];
         } else {
             atomicAdd(&work[params.particle_body_dropped], 1u);
         }
@@ -58,17 +108,12 @@ fn body_particle_touch(b: u32, body: Posed, linear: vec3<f32>, spin: f32, j: u32
 // invocation after 65,535 trips in all, silently, which the CPU comparison tests must stay under.
 // Twin of `for_each_particle_touching`.
 fn body_particle_visit(b: u32, fill: bool) -> u32 {
-    let body = bodies[b];
-    let shape = shapes[props[b].shape];
-    let posed = Posed(shape, body.position, body.orientation);
-    let bounds = core_bounds(posed);
-    let arm = length3(max(bounds[1] - body.position, body.position - bounds[0])) + shape.radius;
-    let spin = length3(body.angular_velocity) * arm + params.h * length3(params.gravity);
+    let v = body_view(b);
     let fastest = bitcast<f32>(atomicLoad(&work[params.particle_speed_bound]));
-    let sweep = params.h * (fastest + length3(body.linear_velocity) + spin);
-    let reach = shape.radius + params.particle_reach + sweep;
-    let lo = bounds[0] - vec3<f32>(reach);
-    let hi = bounds[1] + vec3<f32>(reach);
+    let sweep = params.h * (fastest + length3(v.linear) + v.spin);
+    let reach = v.posed.shape.radius + params.particle_reach + sweep;
+    let lo = v.lo - vec3<f32>(reach);
+    let hi = v.hi + vec3<f32>(reach);
     let c_lo = floor(lo * params.particle_inv_cell);
     let c_hi = floor(hi * params.particle_inv_cell);
     var e = 0u;
@@ -79,7 +124,7 @@ fn body_particle_visit(b: u32, fill: bool) -> u32 {
     let cells = max(c_hi - c_lo + vec3<f32>(1.0), vec3<f32>(1.0));
     if cells.x * cells.y * cells.z > f32(params.particle_count) {
         for (var j = 0u; j < params.particle_count; j++) {
-            count += body_particle_touch(b, posed, body.linear_velocity, spin, j, bounds[0], bounds[1], fill, &e);
+            count += body_particle_touch(b, v, j, fill, &e);
         }
         return count;
     }
@@ -97,7 +142,7 @@ fn body_particle_visit(b: u32, fill: bool) -> u32 {
                     let j = atomicLoad(&work[params.particle_sorted + 2u * k + 1u]);
                     let c = floor(particles[j].position * params.particle_inv_cell);
                     if all(vec3<i32>(c) == vec3<i32>(x, y, z)) {
-                        count += body_particle_touch(b, posed, body.linear_velocity, spin, j, bounds[0], bounds[1], fill, &e);
+                        count += body_particle_touch(b, v, j, fill, &e);
                     }
                 }
             }
@@ -140,5 +185,51 @@ fn body_particle_fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     let b = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if b < params.body_count {
         _ = body_particle_visit(b, true);
+    }
+}
+
+// Particle j's slots settled: the bodies of the PARTICLE_BODY_SLOTS smallest indices touching
+// it, in that order (`keep_smallest`), each with its contact's geometry. That geometry is in
+// one of the slots the fill's counter handed out, unless more bodies touched the particle than
+// it has slots and this body's thread came too late for one: then it is found again, by the
+// same functions. Twin of the slots' filling in `find_body_contacts`, where the bodies come in
+// index order.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn particle_body_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let j = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if j >= params.particle_count {
+        return;
+    }
+    let used = min(atomicLoad(&work[params.particle_slot_counts + j]), PARTICLE_BODY_SLOTS);
+    if used == 0u {
+        return;
+    }
+    let first = j * PARTICLE_BODY_SLOTS;
+    var held: array<u32, PARTICLE_BODY_SLOTS>;
+    for (var s = 0u; s < used; s++) {
+        held[s] = atomicLoad(&work[params.particle_slot_bodies + first + s]);
+    }
+    var wanted: array<u32, PARTICLE_BODY_SLOTS>;
+    var geometry_of: array<array<vec4<f32>, 2>, PARTICLE_BODY_SLOTS>;
+    for (var k = 0u; k < used; k++) {
+        let b = atomicLoad(&work[params.particle_slot_wanted + first + k]);
+        wanted[k] = b;
+        var s = 0u;
+        while s < used && held[s] != b {
+            s++;
+        }
+        if s < used {
+            let at = body_slot_data(j, s);
+            geometry_of[k] = array<vec4<f32>, 2>(slots[at], slots[at + 1u]);
+        } else {
+            let v = body_view(b);
+            geometry_of[k] = slot_geometry(v, body_particle_contacts(v, j));
+        }
+    }
+    for (var k = 0u; k < used; k++) {
+        atomicStore(&work[params.particle_slot_bodies + first + k], wanted[k]);
+        let at = body_slot_data(j, k);
+        slots[at] = geometry_of[k][0];
+        slots[at + 1u] = geometry_of[k][1];
     }
 }

@@ -18,8 +18,8 @@ fn particle_cell(x: vec3<f32>) -> vec3<i32> {
     return vec3<i32>(i32(c.x), i32(c.y), i32(c.z));
 }
 
-// The particle's (hash, index) item, and the bucket starts, the dropped count and the fastest
-// speed cleared.
+// The particle's (hash, index) item, and the bucket starts, the dropped count, the fastest speed
+// and the particle's body-slot words cleared.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
@@ -33,6 +33,9 @@ fn particle_hash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if i < params.particle_count {
         if params.particle_body_contacts != 0u {
             work[params.particle_slot_counts + i] = 0u;
+            for (var k = 0u; k < PARTICLE_BODY_SLOTS; k++) {
+                work[params.particle_slot_wanted + i * PARTICLE_BODY_SLOTS + k] = EMPTY_CELL;
+            }
         }
         let c = particle_cell(particles[i].position);
         work[params.particle_items + 2u * i] = particle_cell_key(c.x, c.y, c.z);
@@ -385,7 +388,6 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         let i = particle_in_cell_order(k);
         var count = u32(particle_gather(i, GATHER_COUNT).w);
         if params.particle_body_contacts != 0u {
-            sort_body_slots(i);
             count += slots_used(i);
         }
         work[params.particle_counts + i] = count;
@@ -511,25 +513,6 @@ fn slot_at(i: u32, k: u32) -> u32 {
 
 fn slots_used(i: u32) -> u32 {
     return min(work[params.particle_slot_counts + i], PARTICLE_BODY_SLOTS);
-}
-
-// Sorts particle i's slots by body: insertion sort over at most PARTICLE_BODY_SLOTS.
-fn sort_body_slots(i: u32) {
-    let used = slots_used(i);
-    for (var k = 1u; k < used; k++) {
-        var m = k;
-        while m > 0u && work[slot_word(i, m - 1u)] > work[slot_word(i, m)] {
-            let b = work[slot_word(i, m)];
-            work[slot_word(i, m)] = work[slot_word(i, m - 1u)];
-            work[slot_word(i, m - 1u)] = b;
-            for (var f = 0u; f < 2u; f++) {
-                let v = slots[slot_at(i, m) + f];
-                slots[slot_at(i, m) + f] = slots[slot_at(i, m - 1u) + f];
-                slots[slot_at(i, m - 1u) + f] = v;
-            }
-            m -= 1u;
-        }
-    }
 }
 
 // The normal of a static collider that holds particle `me` against a push along n, or zero.

@@ -556,7 +556,8 @@ pub struct StepParams {
     pub particle_body_capacity: u32,
     /// GPU work arena: each particle's body-contact count (atomic while filled).
     pub particle_slot_counts: u32,
-    /// GPU work arena: each particle's body slots, the body index of each.
+    /// GPU work arena: each particle's body slots, the body index of each: as the fill's counter
+    /// handed them out, then as `particle_body_settle` leaves them (the kept bodies, ascending).
     pub particle_slot_bodies: u32,
     /// GPU work arena: one word counting the particle-body contacts dropped this step.
     pub particle_body_dropped: u32,
@@ -577,6 +578,10 @@ pub struct StepParams {
     /// [`crate::SolverSettings::gpu_prepared_passes`]: 1 or 0 (the solve pipelines take it as
     /// their constant `PREPARED_PASSES`).
     pub prepared_passes: u32,
+    /// GPU work arena: each particle's body slots, the indices of the bodies it keeps (the
+    /// smallest touching it, ascending, kept by atomic minima while filled; `EMPTY_CELL` where
+    /// fewer touch it).
+    pub particle_slot_wanted: u32,
 }
 
 impl StepParams {
@@ -647,6 +652,7 @@ impl StepParams {
             particle_colliders: 0,
             particle_selected: 0,
             prepared_passes: u32::from(s.gpu_prepared_passes),
+            particle_slot_wanted: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

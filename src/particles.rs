@@ -30,7 +30,8 @@
 //! grid (the cells its bounds cover, or every particle when they cover more cells than there
 //! are particles), with the bodies' own narrow phase (the particle posed as a sphere), and
 //! takes one of each particle's [`PARTICLE_BODY_SLOTS`] slots; a particle touching more bodies
-//! drops the rest and counts them in [`StepStats::particle_body_dropped`](crate::StepStats).
+//! keeps those of smallest index, drops the rest and counts them in
+//! [`StepStats::particle_body_dropped`](crate::StepStats).
 //! Each velocity iteration every body then runs Gauss-Seidel over its particle contacts in a
 //! fixed order, with the particle's mass share and its own whole mass, applying each impulse to
 //! itself at once and leaving it in the particle's slot, which the particle adds to its Jacobi
@@ -90,9 +91,10 @@
 //!
 //! That is about 335 bytes in all, 3.35 GB for 10 million; particles that only meet the
 //! colliders (collisions off) keep no contacts and take about 95. A world with bodies adds, per
-//! particle, [`PARTICLE_BODY_SLOTS`] slots of 52 bytes (a body index in the work arena; normal,
-//! lever and impulse in a buffer of their own), a slot counter and as many body-list entries:
-//! 228 bytes, 2.3 GB for 10 million (5.6 GB in all, an 80 GB GPU holds it fourteen times), and
+//! particle, [`PARTICLE_BODY_SLOTS`] slots of 56 bytes (two body indices in the work arena: the
+//! body the slot keeps, and the one whose thread filled it; normal, lever and impulse in a
+//! buffer of their own), a slot counter and as many body-list entries: 244 bytes, 2.4 GB for
+//! 10 million (5.8 GB in all, an 80 GB GPU holds it thirteen times), and
 //! one word per body. Every buffer must fit the device's `max_storage_buffer_binding_size`
 //! (the device gets the adapter's full limits, which wgpu caps at 2 GiB - 1 on every backend);
 //! past it [`GpuSolver::new`](crate::GpuSolver::new) returns
@@ -124,7 +126,8 @@ pub const PARTICLE_SKIN: f32 = 0.1;
 
 /// Bodies one particle can touch at once. A body finds the particles touching it through the
 /// particle grid and takes one of each particle's slots; a particle touching more bodies than
-/// this drops the rest, counted in [`StepStats::particle_body_dropped`](crate::StepStats).
+/// this keeps those of smallest index and drops the rest, counted in
+/// [`StepStats::particle_body_dropped`](crate::StepStats).
 pub const PARTICLE_BODY_SLOTS: u32 = 4;
 
 /// Contacts per particle whose impulses are kept from one substep to the next. Each particle

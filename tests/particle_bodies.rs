@@ -361,3 +361,57 @@ fn cpu_and_gpu_agree_on_bodies_among_particles() {
     assert_eq!(gpu.raw_bodies().unwrap(), again.raw_bodies().unwrap());
     assert_eq!(gpu.particle_states().unwrap(), again.particle_states().unwrap());
 }
+
+/// 64 particles, each with six bodies around it (one on each side, 1 mm beyond its surface,
+/// inside the contact margin), pressed into the first by a velocity of 0.1 m/s. A particle has
+/// four slots, so it keeps the four bodies of smallest index and drops two, as the CPU does.
+/// The bodies are numbered side by side, so each side fills one workgroup of the GPU's fill,
+/// and the workgroups race for the particles' slots. The first side's bodies are plates whose
+/// bounds cover about 128 cells of the particle grid, the others' a few, so the plates' threads
+/// take longer. (1,024 more particles float far away: with only 64, the plates would check the
+/// 64 one by one instead of walking their cells, and the race did not show.) When a counter handed
+/// out the slots to whichever thread came first, lavapipe and llvmpipe kept bodies 0, 192, 256
+/// and 320 for particle 0 here. The GPU keeps the same four as the CPU, every step, and two GPU
+/// runs stay bit-identical.
+#[test]
+fn a_particle_touching_more_bodies_than_its_slots_keeps_the_lowest_indices() {
+    let Some(ctx) = common::gpu() else { return };
+    let touched = 64u32;
+    let (r, half, plate) = (0.05, 0.03, Vec3::new(0.03, 0.45, 0.45));
+    let mut w = free_world();
+    w.add_particles((0..touched).map(|p| Particle::new(Vec3::new(p as f32, 0.0, 0.0), r).velocity(Vec3::X * 0.1)))
+        .unwrap();
+    w.add_particles((0..1024).map(|k| Particle::new(Vec3::new((k % 64) as f32, 5.0, 0.2 * (k / 64) as f32), r)))
+        .unwrap();
+    let sides = [Vec3::X, Vec3::Y, -Vec3::Y, Vec3::Z, -Vec3::X, -Vec3::Z];
+    for (k, side) in sides.into_iter().enumerate() {
+        let shape = Shape::cuboid(if k == 0 { plate } else { Vec3::splat(half) });
+        for p in 0..touched {
+            let at = Vec3::new(p as f32, 0.0, 0.0) + side * (r + half + 0.001);
+            w.add_body(RigidBodyDesc::dynamic(shape.clone()).density(1000.0).position(at)).unwrap();
+        }
+    }
+    let mut cpu = CpuSolver::new(&w).unwrap();
+    let mut gpu = GpuSolver::new(ctx, &w).unwrap();
+    let mut again = GpuSolver::new(ctx, &w).unwrap();
+    let mut expected: Vec<Vec<u32>> = (0..touched).map(|p| (0..4).map(|s| s * touched + p).collect()).collect();
+    expected.resize(touched as usize + 1024, Vec::new());
+    for step in 0..12 {
+        cpu.step();
+        gpu.step();
+        again.step();
+        assert_eq!(cpu.particle_body_slots(), expected, "step {step}: the CPU's slots");
+        assert_eq!(gpu.particle_body_slots().unwrap(), expected, "step {step}: the GPU's slots");
+        assert_eq!(again.particle_body_slots().unwrap(), expected, "step {step}: the rerun's slots");
+        let (cs, gs) = (cpu.stats().unwrap(), gpu.stats().unwrap());
+        assert_eq!((cs.particle_body_dropped, gs.particle_body_dropped), (2 * touched, 2 * touched), "step {step}");
+    }
+    assert_eq!(gpu.raw_bodies().unwrap(), again.raw_bodies().unwrap());
+    assert_eq!(gpu.particle_states().unwrap(), again.particle_states().unwrap());
+    let (a, g) = (cpu.particle_states().unwrap(), gpu.particle_states().unwrap());
+    let worst = a.iter().zip(&g).map(|(a, g)| (a.position - g.position).length()).fold(0.0_f32, f32::max);
+    assert!(worst < 1e-5, "a particle differs from its CPU twin by {worst} m");
+    // The plates took the pressed particles' momentum: each of them slowed down.
+    let speeds: Vec<f32> = g[..touched as usize].iter().map(|q| q.velocity.x).collect();
+    assert!(speeds.iter().all(|&v| v < 0.09), "{speeds:?}");
+}

@@ -257,6 +257,7 @@ fn step_params_uniform_matches_wgsl() {
         particle_colliders: 52,
         particle_selected: 53,
         prepared_passes: 54,
+        particle_slot_wanted: 55,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -314,6 +315,7 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_colliders", 52.0),
         ("particle_selected", 53.0),
         ("prepared_passes", 54.0),
+        ("particle_slot_wanted", 55.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -353,6 +355,7 @@ fn step_params_uniform_matches_wgsl() {
             "particle_colliders",
             "particle_selected",
             "prepared_passes",
+            "particle_slot_wanted",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -198,6 +198,20 @@ impl CpuSolver {
         &self.bodies
     }
 
+    /// Each particle's body slots of the last substep: the indices of the bodies whose contacts
+    /// it keeps, ascending (at most [`PARTICLE_BODY_SLOTS`](crate::particles::PARTICLE_BODY_SLOTS),
+    /// the smallest indices among the bodies touching it; for tests and debugging, empty
+    /// without particle-body contacts).
+    pub fn particle_body_slots(&self) -> Vec<Vec<u32>> {
+        let g = &self.particle_grid;
+        let slots = crate::particles::PARTICLE_BODY_SLOTS as usize;
+        g.slot_counts
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| g.slots[i * slots..][..(count as usize).min(slots)].iter().map(|s| s.body).collect())
+            .collect()
+    }
+
     /// Each body's particle contacts of the last substep, particle indices in the order the
     /// body solves them (for tests and debugging; empty without particle-body contacts).
     pub fn particle_body_lists(&self) -> Vec<Vec<u32>> {

@@ -698,6 +698,8 @@ fn find_body_contacts(
             }
             list[e] = j as u32;
             e += 1;
+            // Bodies come in index order, so a particle keeps those of smallest index, sorted
+            // (the GPU's `keep_smallest` and `particle_body_settle`).
             let k = slot_counts[j] as usize;
             slot_counts[j] += 1;
             if k < SLOTS {
@@ -706,10 +708,6 @@ fn find_body_contacts(
                 dropped += 1;
             }
         });
-    }
-    for (i, &count) in slot_counts.iter().enumerate() {
-        let own = &mut slots[i * SLOTS..][..(count as usize).min(SLOTS)];
-        own.sort_by_key(|s| s.body);
     }
     grid.body_starts = starts;
     grid.body_list = list;

@@ -385,6 +385,26 @@ impl GpuSolver {
         }
     }
 
+    /// Each particle's body slots of the last substep, body indices ascending, read back (for
+    /// tests and debugging; empty without particle-body contacts). Twin of
+    /// [`CpuSolver::particle_body_slots`](crate::CpuSolver::particle_body_slots).
+    pub fn particle_body_slots(&mut self) -> Result<Vec<Vec<u32>>> {
+        let p = self.params;
+        let Some(particles) = self.particles.as_ref().filter(|_| p.particle_body_contacts != 0 && self.steps > 0)
+        else {
+            return Ok(Vec::new());
+        };
+        let slots = crate::particles::PARTICLE_BODY_SLOTS;
+        let counts = particles.read_words(&self.device, &self.queue, p.particle_slot_counts, p.particle_count)?;
+        let bodies =
+            particles.read_words(&self.device, &self.queue, p.particle_slot_bodies, p.particle_count * slots)?;
+        Ok(counts
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| bodies[i * slots as usize..][..count.min(slots) as usize].to_vec())
+            .collect())
+    }
+
     /// Each body's particle contacts of the last substep, particle indices in the order the
     /// body solves them, read back (for tests and debugging; empty without particle-body
     /// contacts). Twin of [`CpuSolver::particle_body_lists`](crate::CpuSolver::particle_body_lists).
