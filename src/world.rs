@@ -131,6 +131,15 @@ pub struct SolverSettings {
     /// compiler may contract the arithmetic differently in the two places). The CPU solver
     /// always prepares, and ignores it.
     pub gpu_prepared_passes: bool,
+    /// Pairs and manifolds a body the GPU solver's contact buffers start with room for (at
+    /// least 1,024 of each in all, at most what the device's bindings allow). The buffers grow
+    /// by themselves once a step fills three quarters of them, carrying every contact's state
+    /// over, so the results are the same as with room enough from the start; what this saves
+    /// is the growth itself, and the steps of a scene whose contacts jump by more than a third
+    /// before the GPU's count of them has come back (those report what did not fit in
+    /// [`StepStats::dropped`](crate::StepStats)). Default 6, at least 1. The CPU solver's
+    /// lists grow at once, and it ignores it.
+    pub gpu_contacts_per_body: u32,
 }
 
 /// The most worker threads [`SolverSettings::cpu_threads`] may ask for: more than today's
@@ -207,6 +216,7 @@ impl Default for SolverSettings {
             cpu_lanes: CpuLanes::Sixteen,
             recycle_contacts: true,
             gpu_prepared_passes: false,
+            gpu_contacts_per_body: 6,
         }
     }
 }
@@ -279,6 +289,9 @@ impl WorldDesc {
         }
         if s.cpu_threads > MAX_CPU_THREADS {
             return Err(Error::OutOfRange { what: "CPU threads", range: "[0, 1024]", value: s.cpu_threads as f32 });
+        }
+        if s.gpu_contacts_per_body == 0 {
+            return Err(Error::OutOfRange { what: "GPU contacts per body", range: "[1, inf)", value: 0.0 });
         }
         if s.coloring_rounds == 0 {
             return Err(Error::OutOfRange { what: "coloring rounds", range: "[1, inf)", value: 0.0 });

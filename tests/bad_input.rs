@@ -109,6 +109,10 @@ fn bad_planes_and_settings_are_rejected() {
     ));
     assert!(matches!(bad(&|d| d.solver.max_push_velocity = -1.0), Error::NonPositive { .. }));
     assert!(matches!(bad(&|d| d.solver.cpu_threads = 1_000_000), Error::OutOfRange { what: "CPU threads", .. }));
+    assert!(matches!(
+        bad(&|d| d.solver.gpu_contacts_per_body = 0),
+        Error::OutOfRange { what: "GPU contacts per body", .. }
+    ));
     let soft = |hertz: f32| Stabilization::Soft {
         contact_hertz: hertz,
         contact_damping_ratio: 10.0,

@@ -240,13 +240,16 @@ fn gpu_reruns_with_body_contacts_are_bit_identical() {
 
 /// Two GPU runs stay bit-identical through a step whose pairs overflow the list (the contact
 /// buffers grow one step late): 400 boxes dropped into a tight block where each overlaps its
-/// neighbours want more than the six pairs a body the list starts with. Which pairs an atomic
-/// counter let in was a race, and the runs parted for good at that step (`grid_write` now writes
-/// the list again, whole grid items in order, when it overflowed).
+/// neighbours want more than the 1,024 pairs the list starts with at one a body
+/// (`gpu_contacts_per_body`). Which pairs an atomic counter let in was a race, and the runs
+/// parted for good at that step (`grid_write` now writes the list again, whole grid items in
+/// order, when it overflowed).
 #[test]
 fn gpu_reruns_are_bit_identical_when_the_pair_list_overflows() {
     let Some(ctx) = common::gpu() else { return };
-    let mut world = World::new(signorini::scenes::bench_desc()).unwrap();
+    let mut desc = signorini::scenes::bench_desc();
+    desc.solver.gpu_contacts_per_body = 1;
+    let mut world = World::new(desc).unwrap();
     signorini::scenes::add_ground(&mut world, 20.0).unwrap();
     let mut rng = signorini::scenes::Lcg(5);
     for i in 0..400 {
@@ -266,6 +269,62 @@ fn gpu_reruns_are_bit_identical_when_the_pair_list_overflows() {
     let ((a, dropped), (b, _)) = (run(), run());
     assert!(dropped > 0, "the pair list never overflowed");
     assert!(a == b, "GPU states differ between two runs");
+}
+
+/// Contact buffers that grow give the bits of buffers large enough from the start: 1,280
+/// boxes in 64 columns of 20 fall onto the ground and onto each other, layer after layer, so
+/// their pairs grow past the 1,281 the buffers start with at one pair a body
+/// (`gpu_contacts_per_body`), against the same scene with room for 20 a body. One run reads
+/// its statistics after every step, so the buffers grow as early as they can; another after
+/// every batch of four steps, so they grow at other steps. Both grew, dropped nothing, and end
+/// bit-identical to the run that never grew, because a growth carries every contact's state
+/// over (warm starting, recycling, the coloring's seed) and comes before the buffers are full.
+/// Before, growth waited for an overflow and restarted the warm start, so runs parted when it
+/// came at different steps. (A run that never reads anything back can get so far ahead of the
+/// GPU that the count arrives after the buffers have overflowed; it then reports the drops.)
+#[test]
+fn gpu_contact_buffers_that_grow_give_the_bits_of_buffers_large_enough() {
+    let Some(ctx) = common::gpu() else { return };
+    let world = |per_body: u32| {
+        let mut desc = signorini::scenes::bench_desc();
+        desc.solver.gpu_contacts_per_body = per_body;
+        let mut world = World::new(desc).unwrap();
+        signorini::scenes::add_ground(&mut world, 20.0).unwrap();
+        let mut rng = signorini::scenes::Lcg(11);
+        for i in 0..1280 {
+            let at =
+                Vec3::new((i % 8) as f32 * 0.8 - 2.8, 0.4 + (i / 64) as f32 * 0.6, ((i / 8) % 8) as f32 * 0.8 - 2.8);
+            let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
+            world
+                .add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation()))
+                .unwrap();
+        }
+        world
+    };
+    let bits = |gpu: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&gpu.raw_bodies().unwrap()).to_vec();
+    let steps = 60;
+    let mut roomy = GpuSolver::new(ctx, &world(20)).unwrap();
+    roomy.step_many(steps);
+    assert_eq!(roomy.contact_capacity(), (25_620, 25_620), "the ground is a body too");
+    let mut early = GpuSolver::new(ctx, &world(1)).unwrap();
+    assert_eq!(early.contact_capacity(), (1_281, 1_281));
+    let mut most = 0;
+    for step in 0..steps {
+        early.step();
+        let stats = early.stats().unwrap();
+        assert_eq!(stats.dropped, 0, "step {step}");
+        most = most.max(stats.contacts);
+    }
+    let mut batched = GpuSolver::new(ctx, &world(1)).unwrap();
+    for _ in 0..steps / 4 {
+        batched.step_many(4);
+        assert_eq!(batched.stats().unwrap().dropped, 0);
+    }
+    let grown = (early.contact_capacity(), batched.contact_capacity());
+    eprintln!("capacities after growth {grown:?}; at most {most} contacts");
+    assert!(grown.0.0 > 1_281 && grown.1.0 > 1_281, "the buffers never grew: {grown:?}");
+    assert!(bits(&mut early) == bits(&mut roomy), "the run that grew early parted from the roomy one");
+    assert!(bits(&mut batched) == bits(&mut roomy), "the run that grew in batches parted from the roomy one");
 }
 
 /// The narrow phase, shape pair by shape pair: 800 pairs of every kind (spheres, boxes,

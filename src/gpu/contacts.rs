@@ -232,15 +232,17 @@ impl GpuContacts {
                 mapped_at_creation: false,
             }))
         };
-        let work = make("work", 4 * layout.total as u64, storage | wgpu::BufferUsages::COPY_SRC)?;
+        // Copied from and into when the buffers grow (`record_carry`).
+        let carried = storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let work = make("work", 4 * layout.total as u64, carried)?;
         // Per bucket its dispatch, then the Jacobi gather's, then `grid_write`'s.
         let args = make("dispatch_args", 12 * (buckets as u64 + 2), storage | wgpu::BufferUsages::INDIRECT)?;
         let manifold_bytes = size_of::<GpuManifold>() as u64;
         let candidates = make("candidates", manifold_bytes * pair_capacity as u64, storage)?;
         let readable = storage | wgpu::BufferUsages::COPY_SRC;
         let manifolds = [
-            make("manifolds_even", manifold_bytes * manifold_capacity as u64, readable)?,
-            make("manifolds_odd", manifold_bytes * manifold_capacity as u64, readable)?,
+            make("manifolds_even", manifold_bytes * manifold_capacity as u64, carried)?,
+            make("manifolds_odd", manifold_bytes * manifold_capacity as u64, carried)?,
         ];
         let deltas = make("jacobi_deltas", 64 * manifold_capacity as u64, storage)?;
         // Per manifold its prepared record (sixteen vec4s), then per body three (its inertia).
@@ -622,6 +624,25 @@ impl GpuContacts {
     pub fn record_stats(&self, pass: &mut wgpu::ComputePass, parity: usize) {
         pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
         self.dispatch(pass, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
+    }
+
+    /// Records the copies that carry what the next step reads of the last one from these
+    /// stages into `into`, their grown successor: the header (last step's counts), last
+    /// step's pairs and the faces that kept them apart (`keep_faces`), and its manifolds, in
+    /// the buffer of parity `previous` (warm starting, recycling, the coloring's seed). The
+    /// next step then runs as it would have in buffers that were large enough from the start.
+    /// The copies run on the GPU, in queue order: nothing waits.
+    pub fn record_carry(&self, encoder: &mut wgpu::CommandEncoder, into: &GpuContacts, previous: usize) {
+        let (from, to) = (&self.layout, &into.layout);
+        debug_assert!(to.pair_capacity >= from.pair_capacity && to.manifold_capacity >= from.manifold_capacity);
+        let words = |encoder: &mut wgpu::CommandEncoder, at: u32, to_at: u32, count: u32| {
+            encoder.copy_buffer_to_buffer(&self.work, 4 * at as u64, &into.work, 4 * to_at as u64, 4 * count as u64);
+        };
+        words(encoder, 0, 0, HEADER);
+        words(encoder, from.pairs, to.pairs, 2 * from.pair_capacity);
+        words(encoder, from.faces, to.faces, from.pair_capacity);
+        let bytes = size_of::<GpuManifold>() as u64 * from.manifold_capacity as u64;
+        encoder.copy_buffer_to_buffer(&self.manifolds[previous], 0, &into.manifolds[previous], 0, bytes);
     }
 
     /// After a submission: copy the header (counts wanted) for an asynchronous look, unless one

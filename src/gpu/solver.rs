@@ -217,17 +217,19 @@ impl GpuSolver {
             clock: None,
         };
         if body_contacts {
-            // Room for about six pairs and manifolds a body, as far as the device's bindings allow;
-            // grown when a step needs more.
-            let capacity = (6 * body_count).max(1024).min(contact_capacity_limit(&solver.device.limits()));
+            // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
+            // bindings allow; grown when a step fills three quarters of it.
+            let capacity = world.desc.solver.gpu_contacts_per_body.saturating_mul(body_count).max(1024);
+            let capacity = capacity.min(contact_capacity_limit(&solver.device.limits()));
             solver.build_contacts(capacity, capacity)?;
         }
         Ok(solver)
     }
 
     /// (Re)builds the contact stages with the given capacities, the statistics buffer to match,
-    /// and the per-body bind group that binds it. Warm starting restarts.
-    fn build_contacts(&mut self, pair_capacity: u32, manifold_capacity: u32) -> Result<()> {
+    /// and the per-body bind group that binds it. Returns the stages replaced, if any, whose
+    /// state the caller carries over (`GpuContacts::record_carry`).
+    fn build_contacts(&mut self, pair_capacity: u32, manifold_capacity: u32) -> Result<Option<GpuContacts>> {
         // The buffers come to gigabytes in large scenes: running out of memory is an error here,
         // not wgpu's default panic, and a step that could not grow keeps the buffers it had.
         // The scope's errors are known on the CPU when it is popped (its future is ready at
@@ -242,8 +244,7 @@ impl GpuSolver {
         let refs: Vec<&wgpu::Buffer> = self.body_buffers.iter().collect();
         self.bind_group = kernels::bind(&self.device, "step_bindings", &self.body_layout, &body_slots(), &refs);
         self.stats = stats;
-        self.contacts_stages = Some(contacts);
-        Ok(())
+        Ok(self.contacts_stages.replace(contacts))
     }
 
     /// The statistics buffer and the contact stages for [`Self::build_contacts`].
@@ -280,10 +281,12 @@ impl GpuSolver {
         Ok((stats, contacts))
     }
 
-    /// Grows the contact buffers when the last step read back wanted more than they hold (one
-    /// step late at the earliest: the header is looked at without waiting, so a step or more
-    /// may pass before it has arrived; what did not fit is reported as dropped in the
-    /// statistics).
+    /// Grows the contact buffers when the last step read back filled more than three quarters
+    /// of them, carrying the state the next step reads over into the new ones, so that the
+    /// results are those of buffers large enough from the start. The header is looked at
+    /// without waiting, so a step or more may pass before it has arrived: a scene whose
+    /// contacts grow by more than a third of what they were within that time overflows, and
+    /// what did not fit is reported as dropped in the statistics.
     fn grow_contacts(&mut self) -> Result<()> {
         let Some(contacts) = self.contacts_stages.as_mut() else { return Ok(()) };
         let _ = self.device.poll(wgpu::PollType::Poll);
@@ -311,9 +314,14 @@ impl GpuSolver {
             }
         } else if pair_capacity > layout.pair_capacity || manifold_capacity > layout.manifold_capacity {
             let dropped = contacts.dropped;
-            self.build_contacts(pair_capacity, manifold_capacity)?;
-            if let Some(c) = self.contacts_stages.as_mut() {
-                c.dropped = dropped;
+            let old = self.build_contacts(pair_capacity, manifold_capacity)?;
+            if let (Some(old), Some(new)) = (old, self.contacts_stages.as_mut()) {
+                new.dropped = dropped;
+                let mut encoder = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("carry_contacts") });
+                old.record_carry(&mut encoder, new, ((self.steps + 1) % 2) as usize);
+                self.queue.submit([encoder.finish()]);
             }
         }
         Ok(())
@@ -419,6 +427,13 @@ impl GpuSolver {
         let list = particles.read_words(&self.device, &self.queue, p.particle_body_list, total)?;
         let end = |b: usize| (starts[b + 1]).min(total) as usize;
         Ok((0..p.body_count as usize).map(|b| list[(starts[b] as usize).min(end(b))..end(b)].to_vec()).collect())
+    }
+
+    /// Pairs and manifolds the contact buffers hold now, (0, 0) without body contacts. They
+    /// start at [`SolverSettings::gpu_contacts_per_body`](crate::SolverSettings) a body and
+    /// grow when a step fills three quarters of them.
+    pub fn contact_capacity(&self) -> (u32, u32) {
+        self.contacts_stages.as_ref().map_or((0, 0), |c| (c.layout.pair_capacity, c.layout.manifold_capacity))
     }
 
     /// The body-body manifolds of the last step, read back (empty without body contacts).
@@ -804,9 +819,10 @@ pub(crate) fn contact_capacity_limit(limits: &wgpu::Limits) -> u32 {
 }
 
 /// The capacity for `wanted` items where `capacity` are held and the device allows `limit`:
-/// half as much again as wanted (at least double), no more than the limit, never less than held.
+/// unchanged while three quarters of it hold them, else half as much again as wanted (at
+/// least double), no more than the limit, never less than held.
 fn grown_capacity(wanted: u32, capacity: u32, limit: u32) -> u32 {
-    if wanted <= capacity {
+    if wanted <= capacity - capacity / 4 {
         return capacity;
     }
     wanted.saturating_add(wanted / 2).max(capacity.saturating_mul(2)).min(limit).max(capacity)
@@ -850,9 +866,10 @@ mod tests {
 
     #[test]
     fn capacities_grow_by_half_again_up_to_the_limit_and_never_shrink() {
-        // Enough room: unchanged.
-        assert_eq!(grown_capacity(100, 100, 1_000), 100);
-        // Half as much again as wanted, at least double what is held.
+        // Three quarters full or less: unchanged.
+        assert_eq!(grown_capacity(75, 100, 1_000), 100);
+        // Fuller (not yet overflowing): half as much again as wanted, at least double.
+        assert_eq!(grown_capacity(76, 100, 1_000), 200);
         assert_eq!(grown_capacity(300, 100, 1_000), 450);
         assert_eq!(grown_capacity(120, 100, 1_000), 200);
         // Never past the limit, and once there it stays (the caller then reports the drops).
