@@ -1,8 +1,10 @@
 // Particle-body contacts found from the bodies' side, once per substep after the particle grid
 // is built: `body_particle_count` counts each body's particles, a scan turns the counts into
-// starts, `body_particle_fill` lists each body's particles, and `particle_body_settle` gives each
-// particle the PARTICLE_BODY_SLOTS bodies of smallest index among those touching it, in the
-// order of their indices, as the CPU does (the order in which threads came does not matter).
+// starts, `body_particle_fill` lists each body's particles and offers each body to the
+// particle's slots (`keep_smallest`: the PARTICLE_BODY_SLOTS bodies of smallest index among
+// those touching it, whatever order the threads come in, as the CPU keeps), and
+// `particle_body_settle` puts the kept bodies in the order of their indices, with their
+// contacts' geometry.
 // Twins of `for_each_particle_touching` and `find_body_contacts` in
 // src/cpu/particle_contacts.rs.
 
@@ -189,18 +191,21 @@ fn body_particle_fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 }
 
 // Particle j's slots settled: the bodies of the PARTICLE_BODY_SLOTS smallest indices touching
-// it, in that order (`keep_smallest`), each with its contact's geometry. That geometry is in
-// one of the slots the fill's counter handed out, unless more bodies touched the particle than
-// it has slots and this body's thread came too late for one: then it is found again, by the
-// same functions. Twin of the slots' filling in `find_body_contacts`, where the bodies come in
-// index order.
+// it, in that order (as `keep_smallest` left them), each with its contact's geometry. When no
+// more bodies touched the particle than it has slots, each holds one, and the geometry is
+// copied from it. Otherwise which of the kept bodies got a slot from the fill's counter was a
+// race, so the geometry of every kept body is found again, by the same functions: which way a
+// slot gets its geometry then depends on the count alone, so also a compiler that rounds the
+// fill's arithmetic differently from this kernel's gives the same bits on every run. Twin of
+// the slots' filling in `find_body_contacts`, where the bodies come in index order.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_body_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let j = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if j >= params.particle_count {
         return;
     }
-    let used = min(atomicLoad(&work[params.particle_slot_counts + j]), PARTICLE_BODY_SLOTS);
+    let count = atomicLoad(&work[params.particle_slot_counts + j]);
+    let used = min(count, PARTICLE_BODY_SLOTS);
     if used == 0u {
         return;
     }
@@ -214,16 +219,17 @@ fn particle_body_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
     for (var k = 0u; k < used; k++) {
         let b = atomicLoad(&work[params.particle_slot_wanted + first + k]);
         wanted[k] = b;
-        var s = 0u;
-        while s < used && held[s] != b {
-            s++;
-        }
-        if s < used {
-            let at = body_slot_data(j, s);
-            geometry_of[k] = array<vec4<f32>, 2>(slots[at], slots[at + 1u]);
-        } else {
+        if count > PARTICLE_BODY_SLOTS {
             let v = body_view(b);
             geometry_of[k] = slot_geometry(v, body_particle_contacts(v, j));
+        } else {
+            // Every body touching the particle holds a slot.
+            var s = 0u;
+            while s + 1u < used && held[s] != b {
+                s++;
+            }
+            let at = body_slot_data(j, s);
+            geometry_of[k] = array<vec4<f32>, 2>(slots[at], slots[at + 1u]);
         }
     }
     for (var k = 0u; k < used; k++) {

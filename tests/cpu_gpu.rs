@@ -239,7 +239,7 @@ fn gpu_reruns_with_body_contacts_are_bit_identical() {
 }
 
 /// Two GPU runs stay bit-identical through a step whose pairs overflow the list (the contact
-/// buffers grow one step late): 400 boxes dropped into a tight block where each overlaps its
+/// buffers grow after it, when its count has come back): 400 boxes dropped into a tight block where each overlaps its
 /// neighbours want more than the 1,024 pairs the list starts with at one a body
 /// (`gpu_contacts_per_body`). Which pairs an atomic counter let in was a race, and the runs
 /// parted for good at that step (`grid_write` now writes the list again, whole grid items in

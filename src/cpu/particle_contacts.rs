@@ -651,9 +651,10 @@ fn fastest_particle(particles: &[GpuParticle]) -> f32 {
 
 /// The particle-body contacts of a substep: each body counts the particles it touches, the
 /// counts are scanned into starts, then each body lists its particles and takes one slot of
-/// each (on the GPU with an atomic counter per particle, so each particle then sorts its slots
-/// by body). Twin of `body_particle_count`, the scan, `body_particle_fill` and the slot sort
-/// in `particle_count`.
+/// each, while the particle has one: the bodies come in index order, so a particle keeps those
+/// of smallest index. Twin of `body_particle_count`, the scan, `body_particle_fill` (whose
+/// atomic minima keep the same bodies, whatever order the threads come in) and
+/// `particle_body_settle` (which puts them in order).
 fn find_body_contacts(
     p: &StepParams,
     geometry: &[Vec4],

@@ -635,12 +635,14 @@ impl GpuContacts {
     pub fn record_carry(&self, encoder: &mut wgpu::CommandEncoder, into: &GpuContacts, previous: usize) {
         let (from, to) = (&self.layout, &into.layout);
         debug_assert!(to.pair_capacity >= from.pair_capacity && to.manifold_capacity >= from.manifold_capacity);
-        let words = |encoder: &mut wgpu::CommandEncoder, at: u32, to_at: u32, count: u32| {
+        // The per-body `counters` need no carrying: every step leaves them at zero, as a new
+        // buffer starts.
+        let copy_words = |encoder: &mut wgpu::CommandEncoder, at: u32, to_at: u32, count: u32| {
             encoder.copy_buffer_to_buffer(&self.work, 4 * at as u64, &into.work, 4 * to_at as u64, 4 * count as u64);
         };
-        words(encoder, 0, 0, HEADER);
-        words(encoder, from.pairs, to.pairs, 2 * from.pair_capacity);
-        words(encoder, from.faces, to.faces, from.pair_capacity);
+        copy_words(encoder, 0, 0, HEADER);
+        copy_words(encoder, from.pairs, to.pairs, 2 * from.pair_capacity);
+        copy_words(encoder, from.faces, to.faces, from.pair_capacity);
         let bytes = size_of::<GpuManifold>() as u64 * from.manifold_capacity as u64;
         encoder.copy_buffer_to_buffer(&self.manifolds[previous], 0, &into.manifolds[previous], 0, bytes);
     }

@@ -338,6 +338,7 @@ impl GpuParticles {
 
     /// Dispatches one substep records.
     pub fn dispatches_per_substep(&self) -> u32 {
+        // The speed bound, the count, the fill, the settle, the scan, and a solve per iteration.
         let bodies = if self.bodies.is_some() { 4 + Scan::DISPATCHES + self.iterations } else { 0 };
         if self.collisions {
             // The pairs' pass, the bodies' pass, and their application.
