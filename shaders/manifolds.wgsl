@@ -32,27 +32,27 @@ const NO_POINT: u32 = 0xffffffffu;
 // impulses of the old point with its key, else of the nearest old point within
 // WARM_START_RADIUS that no key claims and no earlier point took, when the normal barely
 // turned. Twin of `warm_start` in src/cpu/contacts.rs.
-fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
+fn warm_start(old: u32, m: ptr<function, Manifold>) {
     var taken = array<bool, 4>(false, false, false, false);
     var source = array<u32, 4>(NO_POINT, NO_POINT, NO_POINT, NO_POINT);
     for (var k = 0u; k < (*m).count; k++) {
-        for (var j = 0u; j < prev.count; j++) {
-            if prev.points[j].key == (*m).points[k].key {
+        for (var j = 0u; j < previous[old].count; j++) {
+            if previous[old].points[j].key == (*m).points[k].key {
                 source[k] = j;
                 taken[j] = true;
                 break;
             }
         }
     }
-    if dot3(prev.normal, (*m).normal) >= WARM_START_MIN_COS {
+    if dot3(previous[old].normal, (*m).normal) >= WARM_START_MIN_COS {
         for (var k = 0u; k < (*m).count; k++) {
             if source[k] != NO_POINT {
                 continue;
             }
             var best = WARM_START_RADIUS * WARM_START_RADIUS;
             var best_j = NO_POINT;
-            for (var j = 0u; j < prev.count; j++) {
-                let d = prev.points[j].core_a - (*m).points[k].core_a;
+            for (var j = 0u; j < previous[old].count; j++) {
+                let d = previous[old].points[j].core_a - (*m).points[k].core_a;
                 let d2 = dot3(d, d);
                 if !taken[j] && d2 < best {
                     best = d2;
@@ -68,8 +68,8 @@ fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
     for (var k = 0u; k < (*m).count; k++) {
         let j = source[k];
         if j != NO_POINT {
-            (*m).points[k].normal_impulse = params.warm_start_scale * prev.points[j].normal_impulse;
-            let t = carry_tangent_impulse(prev.normal, (*m).normal, vec2<f32>(prev.points[j].tangent_impulse_1, prev.points[j].tangent_impulse_2));
+            (*m).points[k].normal_impulse = params.warm_start_scale * previous[old].points[j].normal_impulse;
+            let t = carry_tangent_impulse(previous[old].normal, (*m).normal, vec2<f32>(previous[old].points[j].tangent_impulse_1, previous[old].points[j].tangent_impulse_2));
             (*m).points[k].tangent_impulse_1 = params.warm_start_scale * t.x;
             (*m).points[k].tangent_impulse_2 = params.warm_start_scale * t.y;
         }
@@ -77,8 +77,8 @@ fn warm_start(prev: Manifold, m: ptr<function, Manifold>) {
 }
 
 // Whether a manifold is between two polytopes (no radius). Twin of `polytopes`.
-fn polytopes(m: Manifold) -> bool {
-    return m.radius_a == 0.0 && m.radius_b == 0.0;
+fn polytopes(radius_a: f32, radius_b: f32) -> bool {
+    return radius_a == 0.0 && radius_b == 0.0;
 }
 
 // A new contact frame for a polytope manifold (cores on each body's surface): anchors in the
@@ -102,17 +102,17 @@ fn fresh_frame(m: ptr<function, Manifold>) {
 
 // How far a kept frame's anchors and lever arms may drift: FRAME_DRIFT, or FRAME_DRIFT_FRACTION
 // of the contact's size when that is less. Twin of `frame_drift` in src/cpu/contacts.rs.
-fn frame_drift(prev: Manifold) -> f32 {
-    if prev.count == 2u {
-        let size = length3(from_array3(prev.points[1].anchor_a) - from_array3(prev.points[0].anchor_a));
+fn frame_drift(old: u32) -> f32 {
+    if previous[old].count == 2u {
+        let size = length3(from_array3(previous[old].points[1].anchor_a) - from_array3(previous[old].points[0].anchor_a));
         return min(FRAME_DRIFT, FRAME_DRIFT_FRACTION * size);
     }
-    if prev.count >= 3u {
+    if previous[old].count >= 3u {
         var anchors: array<vec3<f32>, 4>;
         for (var k = 0u; k < 4u; k++) {
-            anchors[k] = from_array3(prev.points[k].anchor_a);
+            anchors[k] = from_array3(previous[old].points[k].anchor_a);
         }
-        return plane_drift(anchor_plane(anchors, prev.count));
+        return plane_drift(anchor_plane(anchors, previous[old].count));
     }
     return FRAME_DRIFT;
 }
@@ -126,8 +126,8 @@ fn plane_drift(plane: vec3<f32>) -> f32 {
 // Keeps last step's contact frame of a resting pair of polytopes (normal, lever arms in the
 // cores, anchors), the separations measured between the old anchors, and says whether it did.
 // Twin of `keep_frame` in src/cpu/contacts.rs.
-fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
-    if !polytopes(*m) || prev.count != (*m).count || dot3(prev.normal, (*m).normal) < FRAME_MIN_COS {
+fn keep_frame(old: u32, m: ptr<function, Manifold>) -> bool {
+    if !polytopes((*m).radius_a, (*m).radius_b) || previous[old].count != (*m).count || dot3(previous[old].normal, (*m).normal) < FRAME_MIN_COS {
         return false;
     }
     let a = bodies[(*m).body_a];
@@ -136,12 +136,12 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
     var taken = array<bool, 4>(false, false, false, false);
     var anchors_a: array<vec3<f32>, 4>;
     var anchors_b: array<vec3<f32>, 4>;
-    let drift = frame_drift(prev);
+    let drift = frame_drift(old);
     let limit = drift * drift;
     for (var k = 0u; k < (*m).count; k++) {
         var found = NO_POINT;
-        for (var j = 0u; j < prev.count; j++) {
-            if prev.points[j].key == (*m).points[k].key {
+        for (var j = 0u; j < previous[old].count; j++) {
+            if previous[old].points[j].key == (*m).points[k].key {
                 found = j;
                 break;
             }
@@ -150,7 +150,7 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
             return false;
         }
         taken[found] = true;
-        let q = prev.points[found];
+        let q = previous[old].points[found];
         let c = (*m).points[k];
         let anchor_a = rotate(a.orientation, from_array3(q.anchor_a));
         let anchor_b = rotate(b.orientation, from_array3(q.anchor_b));
@@ -166,11 +166,11 @@ fn keep_frame(prev: Manifold, m: ptr<function, Manifold>) -> bool {
         anchors_a[k] = anchor_a;
         anchors_b[k] = anchor_b;
     }
-    let n = prev.normal;
+    let n = previous[old].normal;
     (*m).normal = n;
     (*m).frame_kept = 1u;
     for (var k = 0u; k < (*m).count; k++) {
-        let q = prev.points[source[k]];
+        let q = previous[old].points[source[k]];
         let gap = (b.position - a.position) + (anchors_b[k] - anchors_a[k]);
         let separation = dot3(n, gap);
         // The anchors' slide across the normal, taken out half on each side.
@@ -214,26 +214,26 @@ fn anchors_turned(c: vec3<f32>, n: vec3<f32>) -> bool {
     return cc < RECYCLE_MIN_AREA * RECYCLE_MIN_AREA || cn * cn < FRAME_MIN_COS * FRAME_MIN_COS * cc;
 }
 
-// Last step's manifold `prev` carried into this step without the narrow phase: its points and
-// normal as they were, the separations measured between the anchors along the normal, the
-// approach velocities from the current velocities, no impulses. False when the narrow phase
+// Last step's manifold `old` (an index in `previous`) carried into this step without the
+// narrow phase: its points and normal as they were, the separations measured between the
+// anchors along the normal, the approach velocities from the current velocities, no impulses. False when the narrow phase
 // must run instead: fewer than four points, anchors slid RECYCLE_DRIFT (or on a small face
 // RECYCLE_SLIDE_FRACTION of its size) apart across the normal or `margin` apart along it,
 // lever arms `frame_drift` off the anchors' midpoint, either body's anchor plane turned. Twin of
 // `recycle` in src/cpu/contacts.rs.
-fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
-    let count = prev.count;
-    if params.recycle_contacts == 0u || !polytopes(prev) || count < MAX_MANIFOLD_POINTS {
+fn recycle(old: u32, margin: f32, m: ptr<function, Manifold>) -> bool {
+    let count = previous[old].count;
+    if params.recycle_contacts == 0u || !polytopes(previous[old].radius_a, previous[old].radius_b) || count < MAX_MANIFOLD_POINTS {
         return false;
     }
-    let a = bodies[prev.body_a];
-    let b = bodies[prev.body_b];
-    let n = prev.normal;
+    let a = bodies[previous[old].body_a];
+    let b = bodies[previous[old].body_b];
+    let n = previous[old].normal;
     var anchors_a: array<vec3<f32>, 4>;
     var anchors_b: array<vec3<f32>, 4>;
     for (var k = 0u; k < 4u; k++) {
-        anchors_a[k] = from_array3(prev.points[k].anchor_a);
-        anchors_b[k] = from_array3(prev.points[k].anchor_b);
+        anchors_a[k] = from_array3(previous[old].points[k].anchor_a);
+        anchors_b[k] = from_array3(previous[old].points[k].anchor_b);
     }
     let local_a = anchor_plane(anchors_a, count);
     let plane_a = rotate(a.orientation, local_a);
@@ -245,20 +245,20 @@ fn recycle(prev: Manifold, margin: f32, m: ptr<function, Manifold>) -> bool {
     let allowed = min(RECYCLE_DRIFT, RECYCLE_SLIDE_FRACTION * sqrt(sqrt(dot3(plane_a, plane_a))));
     // `frame_drift` of four points, from the plane already at hand.
     let drift = plane_drift(local_a);
-    let falls = select(0.0, 1.0, is_dynamic(prev.body_b)) - select(0.0, 1.0, is_dynamic(prev.body_a));
+    let falls = select(0.0, 1.0, is_dynamic(previous[old].body_b)) - select(0.0, 1.0, is_dynamic(previous[old].body_a));
     let gravity_n = dot3(n, params.gravity) * falls;
     var r: Manifold;
-    r.body_a = prev.body_a;
-    r.body_b = prev.body_b;
+    r.body_a = previous[old].body_a;
+    r.body_b = previous[old].body_b;
     r.count = count;
-    r.color = prev.color;
+    r.color = previous[old].color;
     r.normal = n;
-    r.friction = prev.friction;
-    r.restitution = prev.restitution;
+    r.friction = previous[old].friction;
+    r.restitution = previous[old].restitution;
     r.frame_kept = 1u;
     r.recycled = 1u;
     for (var k = 0u; k < count; k++) {
-        let q = prev.points[k];
+        let q = previous[old].points[k];
         let ra = rotate(a.orientation, anchors_a[k]);
         let rb = rotate(b.orientation, anchors_b[k]);
         let gap = (b.position - a.position) + (rb - ra);
@@ -303,7 +303,7 @@ fn recycle_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         if old >= 0 {
             let margin = pair_margin(bodies[a], bodies[b], aabb_min(a).w, aabb_min(b).w);
             var m: Manifold;
-            if recycle(previous[u32(old)], margin, &m) {
+            if recycle(u32(old), margin, &m) {
                 carried = u32(old) + 1u;
             }
         }
@@ -334,22 +334,21 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         // `recycle_pairs` checked it on the same poses and velocities: from the same inputs
         // (the margin aside, which only rules out) it returns true again.
         old = i32(carried - 1u);
-        recycle(previous[u32(old)], 3.4028235e38, &m);
+        recycle(u32(old), 3.4028235e38, &m);
     } else {
         m = candidates[p];
         old = find_previous(m.body_a, m.body_b);
         var kept = false;
         if old >= 0 {
-            kept = keep_frame(previous[u32(old)], &m);
+            kept = keep_frame(u32(old), &m);
         }
-        if !kept && polytopes(m) {
+        if !kept && polytopes(m.radius_a, m.radius_b) {
             fresh_frame(&m);
         }
     }
     if old >= 0 {
-        let prev = previous[u32(old)];
-        m.color = prev.color;
-        warm_start(prev, &m);
+        m.color = previous[u32(old)].color;
+        warm_start(u32(old), &m);
     }
     if m.color >= params.max_colors || params.coloring_rounds == 0u {
         m.color = NO_COLOR;
