@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the bench binary of each commit named, stripped, into .gpu/ for scripts/ab_gpu.sh on a
+# lent GPU (which has no Rust toolchain), each from a clean worktree of that commit:
+#   scripts/build_ab.sh 4b0d344 HEAD HEAD+--prepared-passes
+# COMMIT gives .gpu/bench-<short hash>; COMMIT+FLAGS also gives .gpu/bench-<short hash><flags>, a
+# wrapper that runs that binary with FLAGS (space-separated, after the `+`) before the run's own
+# arguments. Then `../shared/gpu/prepare.sh` (for the loader packages in .gl/) and carry
+# [".gl", ".gpu"]. The builds share the project's target folder, so after the first only this
+# crate is compiled again (a minute or two on 2 cores), and the next build of the working tree
+# compiles it again too.
+set -euo pipefail
+(($# > 0)) || { echo "usage: scripts/build_ab.sh COMMIT[+FLAGS]..." >&2; exit 2; }
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+mkdir -p .gpu
+target=${CARGO_TARGET_DIR:-$root/target}
+for spec in "$@"; do
+  commit=${spec%%+*}
+  flags=""
+  [[ $spec == *+* ]] && flags=${spec#*+}
+  short=$(git rev-parse --short "$commit")
+  bin=.gpu/bench-$short
+  if [[ ! -x $bin ]]; then
+    tree=$(mktemp -d)
+    git worktree add -q --detach "$tree" "$short"
+    (cd "$tree" && CARGO_TARGET_DIR=$target cargo build -q --release --example bench)
+    cp "$target/release/examples/bench" "$bin"
+    strip "$bin"
+    git worktree remove --force "$tree"
+  fi
+  if [[ -n $flags ]]; then
+    wrapper=$bin$(echo "$flags" | tr -d ' -')
+    printf '#!/bin/sh\nexec "$(dirname "$0")/%s" %s "$@"\n' "$(basename "$bin")" "$flags" > "$wrapper"
+    chmod +x "$wrapper"
+    echo "$wrapper -> $bin $flags"
+  fi
+  echo "$bin: $(git log -1 --format='%h %s' "$short" | cut -c1-80)"
+done
+ls -l .gpu
