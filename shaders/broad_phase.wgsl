@@ -117,7 +117,6 @@ fn large_key() -> u32 {
     return work_layout.hash_mask + 1u;
 }
 
-
 // A NaN extent fails the comparison: such a body goes to the large list, never into a cell.
 fn fits_grid(lo: vec3<f32>, hi: vec3<f32>) -> bool {
     return all(hi - lo <= vec3<f32>(GRID_FIT * work_layout.cell_size));

@@ -2,6 +2,7 @@
 
 mod common;
 
+use glam::Vec2;
 use signorini::prelude::*;
 use signorini::scenes::{FallingBodies, falling_bodies};
 
@@ -238,6 +239,29 @@ fn gpu_reruns_with_body_contacts_are_bit_identical() {
     assert!(run() == run(), "GPU states differ between two runs");
 }
 
+/// `count` boxes of random sizes (half extents 0.15 to 0.24 m) and orientations in columns on an
+/// 8 x 8 grid, `spacing.x` apart, layers `spacing.y` apart from `origin` up, over the ground,
+/// each with the restitution `restitution(i)` gives the i-th.
+fn box_columns(
+    desc: WorldDesc,
+    count: usize,
+    origin: Vec3,
+    spacing: Vec2,
+    seed: u32,
+    restitution: impl Fn(usize) -> f32,
+) -> World {
+    let mut world = World::new(desc).unwrap();
+    signorini::scenes::add_ground(&mut world, 20.0).unwrap();
+    let mut rng = signorini::scenes::Lcg(seed);
+    for i in 0..count {
+        let cell = Vec3::new((i % 8) as f32 * spacing.x, (i / 64) as f32 * spacing.y, ((i / 8) % 8) as f32 * spacing.x);
+        let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
+        let body = RigidBodyDesc::dynamic(Shape::cuboid(half)).position(origin + cell).orientation(rng.rotation());
+        world.add_body(body.restitution(restitution(i))).unwrap();
+    }
+    world
+}
+
 /// Two GPU runs stay bit-identical through a step whose pairs overflow the list (the contact
 /// buffers grow after it, when its count has come back): 400 boxes dropped into a tight block where each overlaps its
 /// neighbours want more than the 1,024 pairs the list starts with at one a body
@@ -249,14 +273,7 @@ fn gpu_reruns_are_bit_identical_when_the_pair_list_overflows() {
     let Some(ctx) = common::gpu() else { return };
     let mut desc = signorini::scenes::bench_desc();
     desc.solver.gpu_contacts_per_body = 1;
-    let mut world = World::new(desc).unwrap();
-    signorini::scenes::add_ground(&mut world, 20.0).unwrap();
-    let mut rng = signorini::scenes::Lcg(5);
-    for i in 0..400 {
-        let at = Vec3::new((i % 8) as f32 * 0.5 - 2.0, 0.3 + (i / 64) as f32 * 0.5, ((i / 8) % 8) as f32 * 0.5 - 2.0);
-        let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
-        world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation())).unwrap();
-    }
+    let world = box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |_| 0.0);
     let run = || {
         let mut gpu = GpuSolver::new(ctx, &world).unwrap();
         let mut dropped = 0;
@@ -288,18 +305,7 @@ fn gpu_contact_buffers_that_grow_give_the_bits_of_buffers_large_enough() {
     let world = |per_body: u32| {
         let mut desc = signorini::scenes::bench_desc();
         desc.solver.gpu_contacts_per_body = per_body;
-        let mut world = World::new(desc).unwrap();
-        signorini::scenes::add_ground(&mut world, 20.0).unwrap();
-        let mut rng = signorini::scenes::Lcg(11);
-        for i in 0..1280 {
-            let at =
-                Vec3::new((i % 8) as f32 * 0.8 - 2.8, 0.4 + (i / 64) as f32 * 0.6, ((i / 8) % 8) as f32 * 0.8 - 2.8);
-            let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
-            world
-                .add_body(RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation()))
-                .unwrap();
-        }
-        world
+        box_columns(desc, 1280, Vec3::new(-2.8, 0.4, -2.8), Vec2::new(0.8, 0.6), 11, |_| 0.0)
     };
     let bits = |gpu: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&gpu.raw_bodies().unwrap()).to_vec();
     let steps = 60;
@@ -838,17 +844,7 @@ fn gpu_passes_prepared_or_computed_agree() {
         let mut desc = signorini::scenes::bench_desc();
         desc.solver.max_colors = 3;
         desc.solver.gpu_prepared_passes = prepared;
-        let mut world = World::new(desc).unwrap();
-        signorini::scenes::add_ground(&mut world, 20.0).unwrap();
-        let mut rng = signorini::scenes::Lcg(5);
-        for i in 0..400 {
-            let at =
-                Vec3::new((i % 8) as f32 * 0.5 - 2.0, 0.3 + (i / 64) as f32 * 0.5, ((i / 8) % 8) as f32 * 0.5 - 2.0);
-            let half = Vec3::new(rng.range(0.15, 0.24), rng.range(0.15, 0.24), rng.range(0.15, 0.24));
-            let body = RigidBodyDesc::dynamic(Shape::cuboid(half)).position(at).orientation(rng.rotation());
-            world.add_body(body.restitution(if i % 3 == 0 { 0.5 } else { 0.0 })).unwrap();
-        }
-        world
+        box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |i| if i % 3 == 0 { 0.5 } else { 0.0 })
     };
     let steps = if ctx.adapter().software { 40 } else { 3 };
     let run = |prepared: bool| {
