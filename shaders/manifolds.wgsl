@@ -434,21 +434,12 @@ fn adjacency_sort(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     }
 }
 
-// A manifold loses its color when a lower-indexed manifold on one of its dynamic bodies had the
-// same color in the snapshot `before`.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
-    }
-    let c = work[work_layout.before + i];
-    if c == NO_COLOR {
-        return;
-    }
-    let m = manifolds[i];
+// Whether a manifold of lower index than `i` on one of manifold `i`'s dynamic bodies has `c` in
+// the snapshot `before`.
+fn lower_has(i: u32, c: u32) -> bool {
+    let bodies = vec2<u32>(manifolds[i].body_a, manifolds[i].body_b);
     for (var side = 0u; side < 2u; side++) {
-        let body = select(m.body_a, m.body_b, side == 1u);
+        let body = bodies[side];
         if !is_dynamic(body) {
             continue;
         }
@@ -458,9 +449,67 @@ fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
                 break;
             }
             if work[work_layout.before + j] == c {
-                work[work_layout.colors + i] = NO_COLOR;
+                return true;
             }
         }
+    }
+    return false;
+}
+
+// A manifold loses its color when a lower-indexed manifold on one of its dynamic bodies had the
+// same color in the snapshot `before`.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let c = work[work_layout.before + i];
+    if c != NO_COLOR && lower_has(i, c) {
+        work[work_layout.colors + i] = NO_COLOR;
+    }
+}
+
+// The descent's proposals (twin of the first half of `descend` in src/coloring.rs): in `before`,
+// the lowest color below a colored manifold's own that neither of its dynamic bodies holds (by
+// `color_masks`), else its own color.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_descend(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let c = work[work_layout.colors + i];
+    var proposal = c;
+    if c != NO_COLOR {
+        let m = manifolds[i];
+        var used = 0u;
+        if is_dynamic(m.body_a) {
+            used |= work[work_layout.masks + m.body_a];
+        }
+        if is_dynamic(m.body_b) {
+            used |= work[work_layout.masks + m.body_b];
+        }
+        let below = ~used & ((1u << c) - 1u);
+        if below != 0u {
+            proposal = countTrailingZeros(below);
+        }
+    }
+    work[work_layout.before + i] = proposal;
+}
+
+// The descent's outcome (the second half of `descend`): a manifold takes its proposal unless a
+// lower-indexed manifold on one of its dynamic bodies proposes the same color; else it keeps its
+// own, which no neighbour can have proposed (it was held on their shared body).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn color_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= manifold_count() {
+        return;
+    }
+    let x = work[work_layout.before + i];
+    if x != work[work_layout.colors + i] && !lower_has(i, x) {
+        work[work_layout.colors + i] = x;
     }
 }
 

@@ -7,12 +7,17 @@
 //!
 //! 1. seeds (last step's colors) are kept unless a lower-indexed constraint on a shared body has
 //!    the same color;
-//! 2. each round, every uncolored constraint takes one of the lowest few colors that no colored
+//! 2. every colored constraint whose bodies leave a lower color free proposes the lowest of
+//!    them, and takes it unless a lower-indexed constraint on a shared body proposes the same
+//!    one (a losing constraint keeps its color, which no neighbour can have taken: it was held
+//!    on their shared body). Step by step a settled scene's colors sink to where no constraint
+//!    can go lower, so its sweeps use fewer colors (the large pyramid 9 instead of 12);
+//! 3. each round, every uncolored constraint takes one of the lowest few colors that no colored
 //!    constraint on its bodies holds (a per-body mask, gathered), chosen by a hash of its index
 //!    and the round so that neighbours rarely pick the same one, then conflicts are resolved as
 //!    in 1 (taking simply the lowest free color makes all neighbours collide on it and colors one
 //!    of them per round);
-//! 3. after the last round, uncolored constraints overflow (to mass-splitting Jacobi).
+//! 4. after the last round, uncolored constraints overflow (to mass-splitting Jacobi).
 //!
 //! Every decision reads a snapshot of the previous pass, so a GPU running each pass as one
 //! dispatch computes exactly these colors.
@@ -93,6 +98,7 @@ pub fn color_graph(
         return;
     }
     resolve_conflicts(constraints, dynamic, colors, s, parallel);
+    descend(constraints, dynamic, colors, s, parallel);
     for round in 0..rounds {
         s.pending.clear();
         s.pending.extend((0..colors.len() as u32).filter(|&i| colors[i as usize] == NO_COLOR));
@@ -107,21 +113,7 @@ pub fn color_graph(
             pending_round(constraints, dynamic, palette, round, colors, s);
             continue;
         }
-        // Masks of the colors held on each body.
-        let (offsets, adjacency, held) = (&s.offsets, &s.adjacency, &*colors);
-        let mask_of = |(body, mask): (usize, &mut u32)| {
-            *mask = 0;
-            for &i in &adjacency[offsets[body] as usize..offsets[body + 1] as usize] {
-                if held[i as usize] != NO_COLOR {
-                    *mask |= 1 << held[i as usize];
-                }
-            }
-        };
-        if parallel {
-            s.masks.par_iter_mut().enumerate().with_min_len(PARALLEL_ITEMS).for_each(mask_of);
-        } else {
-            s.masks.iter_mut().enumerate().for_each(mask_of);
-        }
+        body_masks(colors, s, parallel);
         let masks = &s.masks;
         let choose = |(i, (c, pair)): (usize, (&mut u32, &[u32; 2]))| {
             if *c != NO_COLOR {
@@ -139,6 +131,73 @@ pub fn color_graph(
             colors.iter_mut().zip(constraints).enumerate().for_each(choose);
         }
         resolve_conflicts(constraints, dynamic, colors, s, parallel);
+    }
+}
+
+/// The masks of the colors held on each body, into `s.masks`.
+fn body_masks(colors: &[u32], s: &mut ColoringScratch, parallel: bool) {
+    let (offsets, adjacency) = (&s.offsets, &s.adjacency);
+    let mask_of = |(body, mask): (usize, &mut u32)| {
+        *mask = 0;
+        for &i in &adjacency[offsets[body] as usize..offsets[body + 1] as usize] {
+            if colors[i as usize] != NO_COLOR {
+                *mask |= 1 << colors[i as usize];
+            }
+        }
+    };
+    if parallel {
+        s.masks.par_iter_mut().enumerate().with_min_len(PARALLEL_ITEMS).for_each(mask_of);
+    } else {
+        s.masks.iter_mut().enumerate().for_each(mask_of);
+    }
+}
+
+/// Step 2 of [`color_graph`], the descent: each colored constraint proposes the lowest color
+/// below its own that neither of its dynamic bodies holds (`s.before` takes the proposals, a
+/// constraint's own color where it has none), and takes it unless a lower-indexed constraint
+/// on a shared dynamic body proposes the same color. No constraint can propose a color its
+/// neighbour holds, so the coloring stays valid, and a constraint that loses keeps its own.
+fn descend(constraints: &[[u32; 2]], dynamic: &[bool], colors: &mut [u32], s: &mut ColoringScratch, parallel: bool) {
+    body_masks(colors, s, parallel);
+    s.before.clear();
+    s.before.resize(colors.len(), NO_COLOR);
+    let (masks, held) = (&s.masks, &*colors);
+    let propose = |(i, (proposal, pair)): (usize, (&mut u32, &[u32; 2]))| {
+        let c = held[i];
+        *proposal = c;
+        if c != NO_COLOR {
+            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | masks[b as usize]);
+            let below = !used & ((1u32 << c) - 1);
+            if below != 0 {
+                *proposal = below.trailing_zeros();
+            }
+        }
+    };
+    if parallel {
+        s.before.par_iter_mut().zip(constraints).enumerate().with_min_len(PARALLEL_ITEMS).for_each(propose);
+    } else {
+        s.before.iter_mut().zip(constraints).enumerate().for_each(propose);
+    }
+    let (proposals, offsets, adjacency) = (&s.before, &s.offsets, &s.adjacency);
+    let settle = |(i, (color, pair)): (usize, (&mut u32, &[u32; 2]))| {
+        let x = proposals[i];
+        if x == *color {
+            return;
+        }
+        for &body in pair {
+            if dynamic[body as usize] {
+                let list = &adjacency[offsets[body as usize] as usize..offsets[body as usize + 1] as usize];
+                if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| proposals[j as usize] == x) {
+                    return;
+                }
+            }
+        }
+        *color = x;
+    };
+    if parallel {
+        colors.par_iter_mut().zip(constraints).enumerate().with_min_len(PARALLEL_ITEMS).for_each(settle);
+    } else {
+        colors.iter_mut().zip(constraints).enumerate().for_each(settle);
     }
 }
 
@@ -284,12 +343,34 @@ mod tests {
             check(&constraints, &dynamic, &colors, 24);
             let overflow = colors.iter().filter(|c| **c == NO_COLOR).count();
             assert!(overflow * 20 < constraints.len(), "trial {trial}: {overflow} of {} overflow", constraints.len());
-            // Seeded with its own result, the coloring is a fixed point.
+            // Seeded with its own result, no color rises and no more overflow.
             let mut again = colors.clone();
             color_graph(&constraints, &dynamic, 24, 1, &mut again, &mut scratch, false);
+            check(&constraints, &dynamic, &again, 24);
             assert!(again.iter().filter(|c| **c == NO_COLOR).count() <= overflow);
             for (a, b) in colors.iter().zip(&again) {
-                assert!(*a == NO_COLOR || a == b, "a seeded color changed");
+                assert!(*a == NO_COLOR || b <= a, "a seeded color rose from {a} to {b}");
+            }
+            // Seeded again and again, the descent stops where every color below a
+            // constraint's own is held on one of its bodies.
+            let mut steps = 0;
+            loop {
+                let last = again.clone();
+                color_graph(&constraints, &dynamic, 24, 1, &mut again, &mut scratch, false);
+                check(&constraints, &dynamic, &again, 24);
+                steps += 1;
+                if again == last {
+                    break;
+                }
+                assert!(steps < 30, "trial {trial}: still descending after {steps} steps");
+            }
+            let on =
+                |i: usize, j: usize| constraints[i].iter().any(|b| dynamic[*b as usize] && constraints[j].contains(b));
+            for (i, &c) in again.iter().enumerate().filter(|(_, c)| **c != NO_COLOR) {
+                for lower in 0..c {
+                    let held = (0..again.len()).any(|j| j != i && on(i, j) && again[j] == lower);
+                    assert!(held, "trial {trial}: constraint {i} of color {c} could take {lower}");
+                }
             }
         }
     }
@@ -316,6 +397,26 @@ mod tests {
             *c = NO_COLOR;
         }
         resolve(colors);
+        // The descent: the lowest color below its own that no neighbour holds, unless a
+        // lower-indexed neighbour proposes the same.
+        let held = colors.to_vec();
+        let proposals: Vec<u32> = (0..held.len())
+            .map(|i| {
+                if held[i] == NO_COLOR {
+                    return NO_COLOR;
+                }
+                let used = (0..held.len())
+                    .filter(|&j| j != i && on(i, j) && held[j] != NO_COLOR)
+                    .fold(0u32, |m, j| m | 1 << held[j]);
+                let below = !used & ((1u32 << held[i]) - 1);
+                if below != 0 { below.trailing_zeros() } else { held[i] }
+            })
+            .collect();
+        for i in 0..held.len() {
+            if proposals[i] != held[i] && !(0..i).any(|j| on(i, j) && proposals[j] == proposals[i]) {
+                colors[i] = proposals[i];
+            }
+        }
         for round in 0..rounds {
             let before = colors.to_vec();
             for i in 0..colors.len() {

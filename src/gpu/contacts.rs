@@ -47,6 +47,8 @@ struct Pipelines {
     color_resolve: wgpu::ComputePipeline,
     color_masks: wgpu::ComputePipeline,
     color_pick: wgpu::ComputePipeline,
+    color_descend: wgpu::ComputePipeline,
+    color_settle: wgpu::ComputePipeline,
     bucket_histogram: wgpu::ComputePipeline,
     bucket_scatter: wgpu::ComputePipeline,
     bucket_args: wgpu::ComputePipeline,
@@ -402,6 +404,8 @@ impl GpuContacts {
             color_resolve: m("color_resolve"),
             color_masks: m("color_masks"),
             color_pick: m("color_pick"),
+            color_descend: m("color_descend"),
+            color_settle: m("color_settle"),
             bucket_histogram: m("bucket_histogram"),
             bucket_scatter: m("bucket_scatter"),
             bucket_args: m("bucket_args"),
@@ -520,6 +524,9 @@ impl GpuContacts {
         self.dispatch(pass, "adjacency_sort", &p.adjacency_sort, self.body_grid);
         if self.rounds > 0 {
             self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
+            self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
+            self.dispatch(pass, "color_descend", &p.color_descend, self.manifold_grid);
+            self.dispatch(pass, "color_settle", &p.color_settle, self.manifold_grid);
             for round in 0..self.rounds {
                 pass.set_bind_group(0, group, &[(round as u64 * UNIFORM_SLOT) as u32]);
                 self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
@@ -545,7 +552,7 @@ impl GpuContacts {
         } else {
             Radix::dispatches(self.cell_passes) + 3 + scan + 1 + Radix::dispatches(self.pair_passes)
         };
-        let coloring = if self.rounds > 0 { 1 + 3 * self.rounds } else { 0 };
+        let coloring = if self.rounds > 0 { 4 + 3 * self.rounds } else { 0 };
         2 + pairs + (2 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
