@@ -57,7 +57,6 @@ struct StepParams {
     particle_selected: u32,
     prepared_passes: u32,
     particle_slot_wanted: u32,
-    particle_ordered: u32,
 }
 
 struct Body {

@@ -6,9 +6,8 @@
 // functions of src/cpu/particle_contacts.rs. The work arena holds the items (hash, particle) at
 // `particle_items` (and their sort scratch), the sorted items at `particle_sorted`, the bucket
 // starts at `particle_cell_start`, the neighbour counts at `particle_counts`, each particle's
-// closest pairs at `particle_selected`, the copy of the particles in the sorted order that the
-// gathers read their neighbours from at `particle_ordered` and the colliders' records at
-// `particle_colliders`; the kept contacts are in `contacts`.
+// closest pairs at `particle_selected` and the colliders' records at `particle_colliders`; the
+// kept contacts are in `contacts`.
 
 fn particle_cell_key(x: i32, y: i32, z: i32) -> u32 {
     return ((u32(x) * GRID_HASH_X) ^ (u32(y) * GRID_HASH_Y) ^ (u32(z) * GRID_HASH_Z)) & params.particle_hash_mask;
@@ -54,38 +53,6 @@ fn particle_cell_start(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
     if k == 0u || work[params.particle_sorted + 2u * k - 2u] != key {
         work[params.particle_cell_start + key] = k;
     }
-    let p = particles[work[params.particle_sorted + 2u * k + 1u]];
-    let w = params.particle_ordered + 8u * k;
-    work[w + 3u] = bitcast<u32>(p.radius);
-    work[w + 7u] = bitcast<u32>(p.mass);
-    store_ordered(k, p.position, p.velocity);
-}
-
-// The gathers' copy of the particles in the grid's order (`StepParams::particle_ordered`): the
-// position and velocity of the k-th, written wherever they change between the sort and the last
-// gather of a substep, so the copy holds the bits of `particles`.
-fn store_ordered(k: u32, position: vec3<f32>, velocity: vec3<f32>) {
-    let w = params.particle_ordered + 8u * k;
-    work[w] = bitcast<u32>(position.x);
-    work[w + 1u] = bitcast<u32>(position.y);
-    work[w + 2u] = bitcast<u32>(position.z);
-    store_ordered_velocity(k, velocity);
-}
-
-fn store_ordered_velocity(k: u32, velocity: vec3<f32>) {
-    let w = params.particle_ordered + 8u * k;
-    work[w + 4u] = bitcast<u32>(velocity.x);
-    work[w + 5u] = bitcast<u32>(velocity.y);
-    work[w + 6u] = bitcast<u32>(velocity.z);
-}
-
-fn ordered_word(k: u32, word: u32) -> f32 {
-    return bitcast<f32>(work[params.particle_ordered + 8u * k + word]);
-}
-
-// The k-th particle's neighbour count, after `particle_count`.
-fn ordered_count(k: u32) -> u32 {
-    return work[params.particle_ordered + 8u * params.particle_count + k];
 }
 
 const GATHER_COUNT: u32 = 0u;
@@ -283,9 +250,7 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     if j == i {
                         continue;
                     }
-                    // Position and radius, read from the copy in the grid's order (velocity
-                    // and mass only past the count, which runs while they change).
-                    var other = Particle(vec3<f32>(ordered_word(k, 0u), ordered_word(k, 1u), ordered_word(k, 2u)), ordered_word(k, 3u), vec3<f32>(0.0), 0.0);
+                    let other = particles[j];
                     let d_vec = me.position - other.position;
                     let d_sq = dot3(d_vec, d_vec);
                     let reach = me.radius + other.radius;
@@ -310,10 +275,8 @@ fn particle_gather(i: u32, mode: u32) -> vec4<f32> {
                     if !(d > 0.0) {
                         n = select(vec3<f32>(0.0, -1.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), i < j);
                     }
-                    other.velocity = vec3<f32>(ordered_word(k, 4u), ordered_word(k, 5u), ordered_word(k, 6u));
-                    other.mass = ordered_word(k, 7u);
                     let s = d - reach;
-                    let mass = 1.0 / (my_share + f32(max(ordered_count(k), 1u)) / other.mass);
+                    let mass = 1.0 / (my_share + f32(max(work[params.particle_counts + j], 1u)) / other.mass);
                     let dvel = me.velocity - other.velocity;
                     if mode == GATHER_RESTITUTION {
                         // Velocities at the start of the substep: deltas[2 N + i].
@@ -428,14 +391,10 @@ fn particle_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
             count += slots_used(i);
         }
         work[params.particle_counts + i] = count;
-        work[params.particle_ordered + 8u * params.particle_count + k] = count;
         if params.particle_restitution > 0.0 {
             deltas[2u * params.particle_count + i] = vec4<f32>(particles[i].velocity, 0.0);
         }
-        let velocity = particles[i].velocity + params.h * params.gravity;
-        particles[i].velocity = velocity;
-        // Only the velocity: the other threads of this dispatch read the positions.
-        store_ordered_velocity(k, velocity);
+        particles[i].velocity = particles[i].velocity + params.h * params.gravity;
         if params.particle_body_contacts != 0u {
             // Each slot's approach velocity at the start of the substep, both sides after
             // gravity, in the lever's w.
@@ -466,14 +425,10 @@ fn particle_separate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_apply_position(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if k < params.particle_count {
-        let i = particle_in_cell_order(k);
-        let position = particles[i].position + deltas[i].xyz;
-        let velocity = particles[i].velocity + deltas[params.particle_count + i].xyz;
-        particles[i].position = position;
-        particles[i].velocity = velocity;
-        store_ordered(k, position, velocity);
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        particles[i].position = particles[i].position + deltas[i].xyz;
+        particles[i].velocity = particles[i].velocity + deltas[params.particle_count + i].xyz;
     }
 }
 
@@ -499,16 +454,15 @@ fn particle_collide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_apply_velocity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if k < params.particle_count {
-        let i = particle_in_cell_order(k);
-        apply_change(k, i, deltas[i].xyz);
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
+        apply_change(i, deltas[i].xyz);
     }
 }
 
-// Adds particle i's (the k-th in the grid's order) Jacobi change and the impulses its body
-// slots hold (then zeroes them). Twin of `apply_changes`.
-fn apply_change(k: u32, i: u32, change: vec3<f32>) {
+// Adds particle i's Jacobi change and the impulses its body slots hold (then zeroes them).
+// Twin of `apply_changes`.
+fn apply_change(i: u32, change: vec3<f32>) {
     var dv = change;
     if params.particle_body_contacts != 0u {
         let used = slots_used(i);
@@ -517,9 +471,7 @@ fn apply_change(k: u32, i: u32, change: vec3<f32>) {
             slots[slot_at(i, k) + 2u] = vec4<f32>(0.0);
         }
     }
-    let velocity = particles[i].velocity + dv;
-    particles[i].velocity = velocity;
-    store_ordered_velocity(k, velocity);
+    particles[i].velocity = particles[i].velocity + dv;
 }
 
 // The restitution pass over the particle pairs, after the velocity iterations (when the
@@ -535,16 +487,15 @@ fn particle_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn particle_apply_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if k < params.particle_count {
-        let i = particle_in_cell_order(k);
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i < params.particle_count {
         // The pairs' change when particles bounce off each other (else particle_restitution
         // did not run), then the body slots'.
         var change = vec3<f32>(0.0);
         if params.particle_restitution > 0.0 {
             change = deltas[i].xyz;
         }
-        apply_change(k, i, change);
+        apply_change(i, change);
     }
 }
 

@@ -582,13 +582,6 @@ pub struct StepParams {
     /// smallest touching it, ascending, kept by atomic minima while filled; `EMPTY_CELL` where
     /// fewer touch it).
     pub particle_slot_wanted: u32,
-    /// GPU work arena: the particles in the grid's sorted order as the gathers read their
-    /// neighbours, eight words each (position, radius, velocity, mass, the bits of a
-    /// [`GpuParticle`]), kept up to date by every stage that moves them between the sort and
-    /// the last gather of a substep; then, after them, each one's neighbour count. A gather
-    /// then reads a cell's particles from one stretch of memory instead of from wherever their
-    /// indices put them.
-    pub particle_ordered: u32,
 }
 
 impl StepParams {
@@ -660,7 +653,6 @@ impl StepParams {
             particle_selected: 0,
             prepared_passes: u32::from(s.gpu_prepared_passes),
             particle_slot_wanted: 0,
-            particle_ordered: 0,
             slot_count,
             static_bias_rate: soft.bias_rate,
             static_mass_scale: soft.mass_scale,

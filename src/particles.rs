@@ -82,20 +82,19 @@
 //! Memory on the GPU, per particle:
 //! - 32 bytes of the particle itself ([`crate::layout::GpuParticle`]);
 //! - the grid's work arena: 5 words per particle, plus one per hash bucket (a power of two at
-//!   least the particle count) and the radix sort's histogram, the 12 words of the particle's
-//!   selected pairs, and 9 words of the copy in the grid's order that the gathers read their
-//!   neighbours from (position, radius, velocity, mass and neighbour count);
+//!   least the particle count) and the radix sort's histogram, and the 12 words of the
+//!   particle's selected pairs;
 //! - 32 bytes of position and velocity changes (16 more, the velocities at the start of the
 //!   substep, when particles bounce off each other: restitution above zero);
 //! - 192 bytes of kept contacts ([`PARTICLE_CONTACT_SLOTS`] of 16 bytes,
 //!   [`crate::layout::GpuParticleContact`]).
 //!
-//! That is about 371 bytes in all, 3.71 GB for 10 million; particles that only meet the
+//! That is about 335 bytes in all, 3.35 GB for 10 million; particles that only meet the
 //! colliders (collisions off) keep no contacts and take about 95. A world with bodies adds, per
 //! particle, [`PARTICLE_BODY_SLOTS`] slots of 56 bytes (two body indices in the work arena: the
 //! body the slot keeps, and the one whose thread filled it; normal, lever and impulse in a
 //! buffer of their own), a slot counter and as many body-list entries: 244 bytes, 2.4 GB for
-//! 10 million (6.15 GB in all, an 80 GB GPU holds it thirteen times), and
+//! 10 million (5.8 GB in all, an 80 GB GPU holds it thirteen times), and
 //! one word per body. Every buffer must fit the device's `max_storage_buffer_binding_size`
 //! (the device gets the adapter's full limits, which wgpu caps at 2 GiB - 1 on every backend);
 //! past it [`GpuSolver::new`](crate::GpuSolver::new) returns

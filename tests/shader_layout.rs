@@ -258,7 +258,6 @@ fn step_params_uniform_matches_wgsl() {
         particle_selected: 53,
         prepared_passes: 54,
         particle_slot_wanted: 55,
-        particle_ordered: 56,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -317,7 +316,6 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_selected", 53.0),
         ("prepared_passes", 54.0),
         ("particle_slot_wanted", 55.0),
-        ("particle_ordered", 56.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -358,7 +356,6 @@ fn step_params_uniform_matches_wgsl() {
             "particle_selected",
             "prepared_passes",
             "particle_slot_wanted",
-            "particle_ordered",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };
