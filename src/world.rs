@@ -473,6 +473,16 @@ impl World {
         self.bodies.len()
     }
 
+    /// Whether any contact between bodies, or between a body and a static collider, can
+    /// bounce: some body, plane or SDF collider has a restitution above zero (a contact takes
+    /// the larger of its two sides'). Without one, a step's restitution passes change nothing,
+    /// and both solvers leave them out.
+    pub(crate) fn bodies_can_bounce(&self) -> bool {
+        self.bodies.iter().any(|b| b.desc.material.restitution > 0.0)
+            || self.planes.iter().any(|p| p.material.restitution > 0.0)
+            || self.sdfs.iter().any(|s| s.collider.material.restitution > 0.0)
+    }
+
     /// Adds a static collider given by a signed distance field (a bowl, a hollow box, any CSG
     /// of primitives). Bodies meet it point by point, as they meet planes; see [`crate::sdf`].
     ///

@@ -63,6 +63,8 @@ pub struct GpuSolver {
     steps: u64,
     /// Timestamps between the stage groups, when [`GpuSolver::time_stages`] turned them on.
     clock: Option<StageClock>,
+    /// Whether a step records its restitution passes ([`crate::World::bodies_can_bounce`]).
+    bounces: bool,
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
@@ -215,6 +217,7 @@ impl GpuSolver {
             pipelines,
             steps: 0,
             clock: None,
+            bounces: world.bodies_can_bounce(),
         };
         if body_contacts {
             // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
@@ -469,9 +472,12 @@ impl GpuSolver {
         let p = &self.params;
         let relax = p.relax_iterations > 0;
         let particles = self.particles.as_ref().map_or(0, |p| p.dispatches_per_substep());
-        let (mut once, mut per_substep) = (2, 3 + u32::from(relax) + particles);
+        let (mut once, mut per_substep) = (1 + u32::from(self.bounces), 3 + u32::from(relax) + particles);
         if let Some(c) = self.contacts_stages.as_ref() {
-            once += c.detection_dispatches() + c.pass_dispatches(ContactPass::Restitution);
+            once += c.detection_dispatches();
+            if self.bounces {
+                once += c.pass_dispatches(ContactPass::Restitution);
+            }
             let sweeps = p.iterations + if relax { p.relax_iterations } else { 0 };
             per_substep += c.pass_dispatches(ContactPass::WarmStart) + sweeps * c.pass_dispatches(ContactPass::Solve);
             if relax {
@@ -557,9 +563,13 @@ impl GpuSolver {
         }
         bodies(pass);
         marks.mark(pass, Stage::Solve);
-        self.dispatch(pass, "restitution", &p.restitution, grid);
-        if let Some(c) = contacts {
-            c.record_pass(pass, parity, ContactPass::Restitution);
+        // Where nothing can bounce the restitution passes would change nothing: not recorded
+        // (nor run on the CPU).
+        if self.bounces {
+            self.dispatch(pass, "restitution", &p.restitution, grid);
+            if let Some(c) = contacts {
+                c.record_pass(pass, parity, ContactPass::Restitution);
+            }
         }
         marks.mark(pass, Stage::End);
     }
