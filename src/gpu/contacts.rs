@@ -106,6 +106,9 @@ pub(crate) struct GpuContacts {
     rounds: u32,
     /// Whether the passes read prepared records (`SolverSettings::gpu_prepared_passes`).
     prepared_passes: bool,
+    /// Whether anything in the world can bounce (`World::bodies_can_bounce`): without it the
+    /// warm start's work on bouncing manifolds is not recorded (it would find none).
+    pub bounces: bool,
     /// Pairs and manifolds wanted beyond capacity in the last step read back (0 when they fit).
     pub dropped: u32,
     /// Whether a step has already warned that the buffers are at the device's limit.
@@ -449,6 +452,7 @@ impl GpuContacts {
             max_colors: params.max_colors,
             rounds: params.coloring_rounds,
             prepared_passes: params.prepared_passes != 0,
+            bounces: true,
             dropped: 0,
             at_limit_warned: false,
         })
@@ -557,12 +561,13 @@ impl GpuContacts {
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the
-    /// preparation's, the work of bouncing manifolds and the gather by body, else one per
+    /// preparation's, the work of bouncing manifolds (where any can bounce) and the gather by
+    /// body, else one per
     /// color, the overflow and its gather. Colors beyond those in use still cost an (empty)
     /// indirect dispatch.
     pub fn pass_dispatches(&self, which: Pass) -> u32 {
         match which {
-            Pass::WarmStart => self.prepare_dispatches() + 2,
+            Pass::WarmStart => self.prepare_dispatches() + 1 + u32::from(self.bounces),
             _ => self.max_colors + 2,
         }
     }
@@ -601,8 +606,10 @@ impl GpuContacts {
                 self.record_prepare(pass, parity);
                 pass.push_debug_group("warm_start");
                 pass.set_bind_group(0, group, &[0]);
-                pass.set_pipeline(&p.warm_start_work);
-                pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
+                if self.bounces {
+                    pass.set_pipeline(&p.warm_start_work);
+                    pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
+                }
                 pass.set_pipeline(&p.warm_start_gather);
                 pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
                 pass.pop_debug_group();

@@ -271,7 +271,7 @@ impl GpuSolver {
             solver_bodies: &b[6],
             stats: &stats,
         };
-        let contacts = GpuContacts::new(
+        let mut contacts = GpuContacts::new(
             &self.device,
             &self.modules,
             &limits,
@@ -281,6 +281,7 @@ impl GpuSolver {
             pair_capacity,
             manifold_capacity,
         )?;
+        contacts.bounces = self.bounces;
         Ok((stats, contacts))
     }
 
