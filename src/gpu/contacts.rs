@@ -562,9 +562,8 @@ impl GpuContacts {
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the
     /// preparation's, the work of bouncing manifolds (where any can bounce) and the gather by
-    /// body, else one per
-    /// color, the overflow and its gather. Colors beyond those in use still cost an (empty)
-    /// indirect dispatch.
+    /// body, else one per color, the overflow and its gather. Colors beyond those in use still
+    /// cost an (empty) indirect dispatch.
     pub fn pass_dispatches(&self, which: Pass) -> u32 {
         match which {
             Pass::WarmStart => self.prepare_dispatches() + 1 + u32::from(self.bounces),
