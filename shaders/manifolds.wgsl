@@ -470,6 +470,21 @@ fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
 }
 
+// The colors held on manifold `i`'s dynamic bodies, by `color_masks` (twin of `held_on` in
+// src/coloring.rs).
+fn held_on_bodies(i: u32) -> u32 {
+    let a = manifolds[i].body_a;
+    let b = manifolds[i].body_b;
+    var used = 0u;
+    if is_dynamic(a) {
+        used |= work[work_layout.masks + a];
+    }
+    if is_dynamic(b) {
+        used |= work[work_layout.masks + b];
+    }
+    return used;
+}
+
 // The descent's proposals (twin of the first half of `descend` in src/coloring.rs): in `before`,
 // the lowest color below a colored manifold's own that neither of its dynamic bodies holds (by
 // `color_masks`), else its own color.
@@ -482,14 +497,7 @@ fn color_descend(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let c = work[work_layout.colors + i];
     var proposal = c;
     if c != NO_COLOR {
-        let m = manifolds[i];
-        var used = 0u;
-        if is_dynamic(m.body_a) {
-            used |= work[work_layout.masks + m.body_a];
-        }
-        if is_dynamic(m.body_b) {
-            used |= work[work_layout.masks + m.body_b];
-        }
+        let used = held_on_bodies(i);
         let below = ~used & ((1u << c) - 1u);
         if below != 0u {
             proposal = countTrailingZeros(below);
@@ -549,14 +557,7 @@ fn color_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     }
     var c = work[work_layout.colors + i];
     if c == NO_COLOR {
-        let m = manifolds[i];
-        var used = 0u;
-        if is_dynamic(m.body_a) {
-            used |= work[work_layout.masks + m.body_a];
-        }
-        if is_dynamic(m.body_b) {
-            used |= work[work_layout.masks + m.body_b];
-        }
+        let used = held_on_bodies(i);
         var palette = 0xffffffffu;
         if params.max_colors < 32u {
             palette = (1u << params.max_colors) - 1u;

@@ -119,8 +119,7 @@ pub fn color_graph(
             if *c != NO_COLOR {
                 return;
             }
-            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | masks[b as usize]);
-            let free = !used & palette;
+            let free = !held_on(pair, dynamic, masks) & palette;
             if free != 0 {
                 *c = pick(free, i as u32, round);
             }
@@ -166,8 +165,7 @@ fn descend(constraints: &[[u32; 2]], dynamic: &[bool], colors: &mut [u32], s: &m
         let c = held[i];
         *proposal = c;
         if c != NO_COLOR {
-            let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | masks[b as usize]);
-            let below = !used & ((1u32 << c) - 1);
+            let below = !held_on(pair, dynamic, masks) & ((1u32 << c) - 1);
             if below != 0 {
                 *proposal = below.trailing_zeros();
             }
@@ -181,18 +179,9 @@ fn descend(constraints: &[[u32; 2]], dynamic: &[bool], colors: &mut [u32], s: &m
     let (proposals, offsets, adjacency) = (&s.before, &s.offsets, &s.adjacency);
     let settle = |(i, (color, pair)): (usize, (&mut u32, &[u32; 2]))| {
         let x = proposals[i];
-        if x == *color {
-            return;
+        if x != *color && !lower_has(i, pair, dynamic, (offsets, adjacency), proposals, x) {
+            *color = x;
         }
-        for &body in pair {
-            if dynamic[body as usize] {
-                let list = &adjacency[offsets[body as usize] as usize..offsets[body as usize + 1] as usize];
-                if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| proposals[j as usize] == x) {
-                    return;
-                }
-            }
-        }
-        *color = x;
     };
     if parallel {
         colors.par_iter_mut().zip(constraints).enumerate().with_min_len(PARALLEL_ITEMS).for_each(settle);
@@ -226,8 +215,7 @@ fn pending_round(
     }
     for &i in &s.pending {
         let pair = &constraints[i as usize];
-        let used = pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | s.masks[b as usize]);
-        let free = !used & palette;
+        let free = !held_on(pair, dynamic, &s.masks) & palette;
         if free != 0 {
             colors[i as usize] = pick(free, i, round);
         }
@@ -235,15 +223,31 @@ fn pending_round(
     // Decided on this snapshot, then applied (`resolve_conflicts`).
     s.before.clear();
     for &i in &s.pending {
-        let c = colors[i as usize];
-        let lower_same = |body: u32| neighbours(body).iter().take_while(|&&j| j < i).any(|&j| colors[j as usize] == c);
-        if c != NO_COLOR && constraints[i as usize].iter().any(|&b| dynamic[b as usize] && lower_same(b)) {
+        let (c, pair) = (colors[i as usize], &constraints[i as usize]);
+        if c != NO_COLOR && lower_has(i as usize, pair, dynamic, (offsets, adjacency), colors, c) {
             s.before.push(i);
         }
     }
     for &i in &s.before {
         colors[i as usize] = NO_COLOR;
     }
+}
+
+/// The colors held on the dynamic bodies of `pair`, by the per-body `masks` (twin of
+/// `held_on_bodies` in shaders/manifolds.wgsl).
+fn held_on(pair: &[u32; 2], dynamic: &[bool], masks: &[u32]) -> u32 {
+    pair.iter().filter(|&&b| dynamic[b as usize]).fold(0, |m, &b| m | masks[b as usize])
+}
+
+/// Whether a constraint of lower index than `i` on one of the dynamic bodies of `pair` (its
+/// own) has color `c` in `snapshot`; `lists` is the body -> constraints CSR (offsets, then the
+/// ascending constraints). Twin of `lower_has` in shaders/manifolds.wgsl.
+fn lower_has(i: usize, pair: &[u32; 2], dynamic: &[bool], lists: (&[u32], &[u32]), snapshot: &[u32], c: u32) -> bool {
+    let (offsets, adjacency) = lists;
+    pair.iter().filter(|&&b| dynamic[b as usize]).any(|&b| {
+        let list = &adjacency[offsets[b as usize] as usize..offsets[b as usize + 1] as usize];
+        list.iter().take_while(|&&j| (j as usize) < i).any(|&j| snapshot[j as usize] == c)
+    })
 }
 
 /// How many of the lowest free colors a constraint chooses among.
@@ -275,17 +279,8 @@ fn resolve_conflicts(
     let (before, offsets, adjacency) = (&s.before, &s.offsets, &s.adjacency);
     let resolve = |(i, (color, pair)): (usize, (&mut u32, &[u32; 2]))| {
         let c = before[i];
-        if c == NO_COLOR {
-            return;
-        }
-        for &body in pair {
-            if !dynamic[body as usize] {
-                continue;
-            }
-            let list = &adjacency[offsets[body as usize] as usize..offsets[body as usize + 1] as usize];
-            if list.iter().take_while(|&&j| (j as usize) < i).any(|&j| before[j as usize] == c) {
-                *color = NO_COLOR;
-            }
+        if c != NO_COLOR && lower_has(i, pair, dynamic, (offsets, adjacency), before, c) {
+            *color = NO_COLOR;
         }
     };
     if parallel {
