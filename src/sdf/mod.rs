@@ -16,6 +16,7 @@
 //! wall only. Build a container from several colliders (or planes) when both walls matter.
 
 mod grid;
+mod tree;
 
 use std::sync::Arc;
 
