@@ -57,6 +57,10 @@ struct StepParams {
     particle_selected: u32,
     prepared_passes: u32,
     particle_slot_wanted: u32,
+    joint_count: u32,
+    joint_bias_rate: f32,
+    joint_mass_scale: f32,
+    joint_impulse_scale: f32,
 }
 
 struct Body {
@@ -133,6 +137,30 @@ struct Particle {
     radius: f32,
     velocity: vec3<f32>,
     mass: f32,
+}
+
+// A joint (src/joint.rs): constant frames, the centres' offset at the step's start, and the
+// accumulated impulses on B (their opposites on A).
+struct Joint {
+    body_a: u32,
+    body_b: u32,
+    kind: u32,
+    _pad0: u32,
+    local_anchor_a: vec3<f32>,
+    _pad1: f32,
+    local_anchor_b: vec3<f32>,
+    _pad2: f32,
+    local_axis_a: vec3<f32>,
+    _pad3: f32,
+    local_axis_b: vec3<f32>,
+    _pad7: f32,
+    reference: vec4<f32>,
+    delta_center: vec3<f32>,
+    _pad4: f32,
+    linear_impulse: vec3<f32>,
+    _pad5: f32,
+    angular_impulse: vec3<f32>,
+    _pad6: f32,
 }
 
 struct Pair {

@@ -44,13 +44,20 @@ pub enum Error {
         /// What makes it degenerate.
         reason: String,
     },
+    /// A joint that cannot hold: both sides the same body, neither side dynamic, a hinge
+    /// axis of no length.
+    #[error("invalid joint: {reason}")]
+    InvalidJoint {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A triangle mesh file could not be read or parsed.
     #[error("mesh: {0}")]
     Mesh(String),
     /// A handle that does not name an object of this world.
     #[error("invalid {what} handle {index} (the world has {count})")]
     InvalidHandle {
-        /// `"body"` or `"plane"`.
+        /// `"body"`, `"plane"`, `"joint"` or `"joint body"`.
         what: &'static str,
         /// The handle's index.
         index: u32,

@@ -16,7 +16,8 @@ use encase::ShaderType;
 use glam::{Quat, Vec3, Vec4};
 
 use crate::body::{BodyKind, BodyState};
-use crate::math::{Softness, quat_mul, rotate};
+use crate::joint::JointKind;
+use crate::math::{Softness, quat_mul, quat_normalize, rotate, rotate_inv};
 use crate::shape::{MassProperties, Shape};
 use crate::world::{Stabilization, World};
 
@@ -459,6 +460,60 @@ pub struct GpuStats {
 }
 const _: () = assert!(size_of::<GpuStats>() == 16);
 
+/// `kind` of a ball-and-socket joint.
+pub const JOINT_SPHERICAL: u32 = 0;
+/// `kind` of a hinge.
+pub const JOINT_REVOLUTE: u32 = 1;
+/// `kind` of a weld.
+pub const JOINT_FIXED: u32 = 2;
+
+/// A joint: its bodies and frames (constant), its centres' offset at the start of the step
+/// (prepared each step) and its accumulated impulses (warm started). Anchors and axes are in
+/// each body's principal frame, anchors from its centre of mass. 144 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuJoint {
+    /// Index of body A.
+    pub body_a: u32,
+    /// Index of body B.
+    pub body_b: u32,
+    /// [`JOINT_SPHERICAL`], [`JOINT_REVOLUTE`] or [`JOINT_FIXED`].
+    pub kind: u32,
+    /// Unused.
+    pub _pad0: u32,
+    /// The anchor in A's principal frame, from A's centre of mass, m.
+    pub local_anchor_a: Vec3,
+    /// Unused.
+    pub _pad1: f32,
+    /// The anchor in B's principal frame, from B's centre of mass, m.
+    pub local_anchor_b: Vec3,
+    /// Unused.
+    pub _pad2: f32,
+    /// A hinge's axis in A's principal frame.
+    pub local_axis_a: Vec3,
+    /// Unused.
+    pub _pad3: f32,
+    /// A hinge's axis in B's principal frame.
+    pub local_axis_b: Vec3,
+    /// Unused.
+    pub _pad7: f32,
+    /// B's principal frame in A's at the joint's creation, `q_a⁻¹ q_b`, which a weld holds.
+    pub reference: Quat,
+    /// B's centre of mass less A's at the start of the step, m.
+    pub delta_center: Vec3,
+    /// Unused.
+    pub _pad4: f32,
+    /// Accumulated linear impulse on B (its opposite on A), N s.
+    pub linear_impulse: Vec3,
+    /// Unused.
+    pub _pad5: f32,
+    /// Accumulated angular impulse on B (its opposite on A), N m s.
+    pub angular_impulse: Vec3,
+    /// Unused.
+    pub _pad6: f32,
+}
+const _: () = assert!(size_of::<GpuJoint>() == 144);
+
 /// Per-step constants, written once when the solver is built (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
 pub struct StepParams {
@@ -582,6 +637,14 @@ pub struct StepParams {
     /// smallest touching it, ascending, kept by atomic minima while filled; `EMPTY_CELL` where
     /// fewer touch it).
     pub particle_slot_wanted: u32,
+    /// Number of joints.
+    pub joint_count: u32,
+    /// Velocity bias per metre (or radian) of joint error in the biased solve, 1/s.
+    pub joint_bias_rate: f32,
+    /// Soft-constraint mass scale of joints in the biased solve.
+    pub joint_mass_scale: f32,
+    /// Soft-constraint impulse scale of joints in the biased solve.
+    pub joint_impulse_scale: f32,
 }
 
 impl StepParams {
@@ -605,6 +668,7 @@ impl StepParams {
                 (rigid, rigid, linear_slop, 0)
             }
         };
+        let joint = Softness::new(s.joint_hertz.min(0.25 / h), s.joint_damping_ratio, h);
         Self {
             gravity: d.gravity,
             dt: d.dt,
@@ -674,6 +738,10 @@ impl StepParams {
                 s.coloring_rounds
             },
             body_contacts: s.body_contacts as u32,
+            joint_count: world.joints.len() as u32,
+            joint_bias_rate: joint.bias_rate,
+            joint_mass_scale: joint.mass_scale,
+            joint_impulse_scale: joint.impulse_scale,
         }
     }
 }
@@ -712,6 +780,10 @@ pub(crate) struct Packed {
     pub particles: Vec<GpuParticle>,
     pub frames: Vec<BodyFrame>,
     pub slot_count: u32,
+    /// The joints, by color.
+    pub joints: Vec<GpuJoint>,
+    /// Where each joint color starts in `joints`, and one past the last.
+    pub joint_colors: Vec<u32>,
 }
 
 impl Packed {
@@ -787,6 +859,7 @@ impl Packed {
         let origin_point = tables.geometry.len() as u32;
         tables.geometry.push(Vec4::ZERO);
         let ShapeTables { shapes, geometry, topology, .. } = tables;
+        let (joints, joint_colors) = pack_joints(world, &bodies);
         Self {
             params: StepParams { origin_point, ..StepParams::new(world, slot_count) },
             bodies,
@@ -800,10 +873,65 @@ impl Packed {
                 .iter()
                 .map(|p| GpuParticle { position: p.position, radius: p.radius, velocity: p.velocity, mass: p.mass })
                 .collect(),
+            joints,
+            joint_colors,
             frames,
             slot_count,
         }
     }
+}
+
+/// The world's joints in the frames of the packed `bodies`, graph-colored greedily in the order
+/// they were added (each takes the lowest color neither of its dynamic bodies has yet; static
+/// and kinematic bodies take no impulse, so they bind nothing) and sorted by color, with where
+/// each color starts and one past the last.
+fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
+    let mut body_colors: HashMap<u32, u64> = HashMap::new();
+    let mut colored: Vec<(u32, GpuJoint)> = Vec::with_capacity(world.joints.len());
+    for joint in &world.joints {
+        let (ia, ib) = (joint.body_a.0, joint.body_b.0);
+        let (a, b) = (&bodies[ia as usize], &bodies[ib as usize]);
+        let moving = |i: u32| world.bodies[i as usize].desc.kind == BodyKind::Dynamic;
+        let taken = |i: u32| if moving(i) { body_colors.get(&i).copied().unwrap_or(0) } else { 0 };
+        let free = !(taken(ia) | taken(ib));
+        // A body in more than 63 joints runs out of the 64 colors kept: past them each joint
+        // takes a color of its own.
+        let color = if free == 0 { 64 + colored.len() as u32 } else { free.trailing_zeros() };
+        if color < 64 {
+            for i in [ia, ib].into_iter().filter(|&i| moving(i)) {
+                *body_colors.entry(i).or_default() |= 1 << color;
+            }
+        }
+        let (kind, axis) = match joint.kind {
+            JointKind::Spherical => (JOINT_SPHERICAL, Vec3::ZERO),
+            JointKind::Revolute { axis } => (JOINT_REVOLUTE, axis),
+            JointKind::Fixed => (JOINT_FIXED, Vec3::ZERO),
+        };
+        let (qa, qb) = (a.orientation, b.orientation);
+        colored.push((
+            color,
+            GpuJoint {
+                body_a: ia,
+                body_b: ib,
+                kind,
+                local_anchor_a: rotate_inv(qa, joint.anchor - a.position),
+                local_anchor_b: rotate_inv(qb, joint.anchor - b.position),
+                local_axis_a: rotate_inv(qa, axis),
+                local_axis_b: rotate_inv(qb, axis),
+                reference: quat_normalize(quat_mul(Quat::from_xyzw(-qa.x, -qa.y, -qa.z, qa.w), qb)),
+                ..GpuJoint::default()
+            },
+        ));
+    }
+    colored.sort_by_key(|&(color, _)| color);
+    let mut starts = Vec::new();
+    for (i, &(color, _)) in colored.iter().enumerate() {
+        if i == 0 || colored[i - 1].0 != color {
+            starts.push(i as u32);
+        }
+    }
+    starts.push(colored.len() as u32);
+    (colored.into_iter().map(|(_, j)| j).collect(), starts)
 }
 
 /// The shape tables under construction; bodies with the same shape share one entry.
@@ -876,5 +1004,59 @@ impl ShapeTables {
         });
         self.index.insert(key, index);
         index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{JointDesc, RigidBodyDesc, Shape, WorldDesc};
+
+    /// The joint coloring: no two joints of a color share a dynamic body, joints on a static
+    /// body share colors, a body in more joints than the 64 colors kept still gets a color per
+    /// joint, and each joint's frames put its anchor on both bodies.
+    #[test]
+    fn joint_colors_share_no_dynamic_body() {
+        let mut world = World::new(WorldDesc::default()).unwrap();
+        let ground = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1))).unwrap();
+        let hub = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::Y)).unwrap();
+        let mut spokes = Vec::new();
+        for i in 0..70 {
+            let at = Vec3::new(i as f32, 2.0, 0.0);
+            let spoke = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(at)).unwrap();
+            world.add_joint(JointDesc::spherical(hub, spoke, at)).unwrap();
+            spokes.push(spoke);
+        }
+        for pair in spokes.windows(2) {
+            world.add_joint(JointDesc::revolute(pair[0], pair[1], Vec3::ZERO, Vec3::X)).unwrap();
+        }
+        for &spoke in &spokes[..10] {
+            world.add_joint(JointDesc::fixed(ground, spoke, Vec3::ZERO)).unwrap();
+        }
+        let packed = Packed::new(&world);
+        let (joints, colors) = (&packed.joints, &packed.joint_colors);
+        assert_eq!(joints.len(), world.joint_count());
+        assert_eq!(*colors.last().unwrap() as usize, joints.len());
+        for range in colors.windows(2) {
+            let mut bodies = std::collections::HashSet::new();
+            for j in &joints[range[0] as usize..range[1] as usize] {
+                for body in [j.body_a, j.body_b] {
+                    if body != ground.0 {
+                        assert!(bodies.insert(body), "body {body} twice in the color from {}", range[0]);
+                    }
+                }
+            }
+        }
+        // The hub's 70 joints take 70 colors; with the spokes' chain and the ground's welds
+        // no more than two more are needed.
+        assert!((70..=72).contains(&(colors.len() - 1)), "{} colors", colors.len() - 1);
+        for j in joints {
+            let (a, b) = (&packed.bodies[j.body_a as usize], &packed.bodies[j.body_b as usize]);
+            let (on_a, on_b) = (
+                a.position + rotate(a.orientation, j.local_anchor_a),
+                b.position + rotate(b.orientation, j.local_anchor_b),
+            );
+            assert!((on_a - on_b).length() < 1e-5, "anchors {on_a} and {on_b}");
+        }
     }
 }

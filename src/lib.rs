@@ -9,7 +9,8 @@
 //! stability. Contacts with static planes and signed distance fields ([`sdf`]) are found by
 //! testing every core point of a body (hull vertices, sphere and capsule centres with their
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
-//! through.
+//! through. Joints (ball, hinge, weld; [`joint`]) are solved with the contacts as soft
+//! constraints.
 //!
 //! ```no_run
 //! use signorini::prelude::*;
@@ -36,6 +37,7 @@ pub mod coloring;
 mod cpu;
 mod error;
 mod gpu;
+pub mod joint;
 pub mod layout;
 pub mod math;
 pub mod particles;
@@ -50,6 +52,7 @@ pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDes
 pub use cpu::CpuSolver;
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
+pub use joint::{JointDesc, JointHandle, JointKind};
 pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
@@ -66,9 +69,9 @@ struct ReadmeDoctests;
 /// The types most programs need, and the glam types the API speaks.
 pub mod prelude {
     pub use crate::{
-        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, Material, Particle, ParticleSettings,
-        Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings, Stabilization, StepStats, World,
-        WorldDesc,
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, JointDesc, JointKind, Material,
+        Particle, ParticleSettings, Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings,
+        Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

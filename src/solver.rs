@@ -49,7 +49,8 @@ pub struct StageTimes {
     pub narrow_phase: std::time::Duration,
     /// Graph coloring, buckets and the Jacobi split.
     pub coloring: std::time::Duration,
-    /// Warm starts, biased and relax passes over static colliders and manifolds, restitution.
+    /// Warm starts, biased and relax passes over static colliders, manifolds and joints,
+    /// restitution.
     pub solve: std::time::Duration,
     /// Velocity and position integration over all substeps.
     pub integrate: std::time::Duration,

@@ -1,9 +1,10 @@
-//! The world description: settings, bodies, static planes and SDF colliders. Solvers are built from it.
+//! The world description: settings, bodies, joints, static planes and SDF colliders. Solvers are built from it.
 
 use glam::Vec3;
 
 use crate::body::{BodyHandle, BodyKind, MassSpec, Material, RigidBodyDesc};
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
+use crate::joint::{JointDesc, JointHandle};
 use crate::particles::Particle;
 use crate::sdf::{SdfCollider, SdfHandle, SdfProgram};
 use crate::shape::MassProperties;
@@ -140,6 +141,13 @@ pub struct SolverSettings {
     /// [`StepStats::dropped`](crate::StepStats)). Default 6, at least 1. The CPU solver's
     /// lists grow at once, and it ignores it.
     pub gpu_contacts_per_body: u32,
+    /// Stiffness of joints, Hz: each joint is a soft constraint of this frequency in the
+    /// biased solve, and rigid in the relax iterations (see [`crate::joint`]). Default 60.
+    /// Clamped to a quarter of the substep rate, as the contacts are. At least
+    /// [`MIN_CONTACT_HERTZ`].
+    pub joint_hertz: f32,
+    /// Damping ratio of joints. Default 2.
+    pub joint_damping_ratio: f32,
 }
 
 /// The most worker threads [`SolverSettings::cpu_threads`] may ask for: more than today's
@@ -217,6 +225,8 @@ impl Default for SolverSettings {
             recycle_contacts: true,
             gpu_prepared_passes: false,
             gpu_contacts_per_body: 6,
+            joint_hertz: 60.0,
+            joint_damping_ratio: 2.0,
         }
     }
 }
@@ -296,6 +306,11 @@ impl WorldDesc {
         if s.coloring_rounds == 0 {
             return Err(Error::OutOfRange { what: "coloring rounds", range: "[1, inf)", value: 0.0 });
         }
+        check_hertz("joint hertz", s.joint_hertz)?;
+        if s.joint_hertz == 0.0 {
+            return Err(Error::OutOfRange { what: "joint hertz", range: "[0.001, inf)", value: 0.0 });
+        }
+        check_non_negative("joint damping ratio", s.joint_damping_ratio)?;
         match s.stabilization {
             Stabilization::Soft { contact_hertz, contact_damping_ratio, static_hertz, static_damping_ratio } => {
                 check_hertz("contact hertz", contact_hertz)?;
@@ -404,6 +419,7 @@ pub struct World {
     pub(crate) planes: Vec<Plane>,
     pub(crate) sdfs: Vec<SdfRecord>,
     pub(crate) particles: Vec<Particle>,
+    pub(crate) joints: Vec<JointDesc>,
 }
 
 /// A validated SDF collider and its compiled program.
@@ -420,7 +436,14 @@ impl World {
     /// A typed error for any setting that is not finite or out of range.
     pub fn new(desc: WorldDesc) -> Result<Self> {
         desc.validate()?;
-        Ok(Self { desc, bodies: Vec::new(), planes: Vec::new(), sdfs: Vec::new(), particles: Vec::new() })
+        Ok(Self {
+            desc,
+            bodies: Vec::new(),
+            planes: Vec::new(),
+            sdfs: Vec::new(),
+            particles: Vec::new(),
+            joints: Vec::new(),
+        })
     }
 
     /// The world's settings.
@@ -455,6 +478,53 @@ impl World {
         })?;
         self.bodies.push(BodyRecord { desc: RigidBodyDesc { orientation, ..desc }, mass });
         Ok(BodyHandle(index))
+    }
+
+    /// Adds a joint between two bodies of this world (see [`crate::joint`]), its anchor and
+    /// axis in the world frame at the bodies' poses as they were added.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`] for a body not in this world, [`Error::NonFinite`] for a NaN
+    /// or infinite anchor or axis, [`Error::InvalidJoint`] for a joint of a body to itself, one
+    /// with no dynamic side, or a hinge axis of no length.
+    pub fn add_joint(&mut self, desc: JointDesc) -> Result<JointHandle> {
+        for body in [desc.body_a, desc.body_b] {
+            if self.bodies.get(body.index()).is_none() {
+                return Err(Error::InvalidHandle {
+                    what: "joint body",
+                    index: body.0,
+                    count: self.bodies.len() as u32,
+                });
+            }
+        }
+        let desc = desc.validated()?;
+        let dynamic = |b: BodyHandle| self.bodies[b.index()].desc.kind == BodyKind::Dynamic;
+        if !dynamic(desc.body_a) && !dynamic(desc.body_b) {
+            return Err(Error::InvalidJoint {
+                reason: format!("neither body {} nor body {} is dynamic", desc.body_a.index(), desc.body_b.index()),
+            });
+        }
+        let index = u32::try_from(self.joints.len()).map_err(|_| Error::OutOfRange {
+            what: "joint count",
+            range: "[0, 2^32)",
+            value: self.joints.len() as f32,
+        })?;
+        self.joints.push(desc);
+        Ok(JointHandle(index))
+    }
+
+    /// Number of joints.
+    pub fn joint_count(&self) -> usize {
+        self.joints.len()
+    }
+
+    /// A joint as stored (a hinge's axis normalized).
+    pub fn joint(&self, handle: JointHandle) -> Result<&JointDesc> {
+        self.joints.get(handle.index()).ok_or(Error::InvalidHandle {
+            what: "joint",
+            index: handle.0,
+            count: self.joints.len() as u32,
+        })
     }
 
     /// Adds a static plane.

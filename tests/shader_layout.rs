@@ -5,8 +5,8 @@ use std::mem::{offset_of, size_of};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use signorini::layout::{
-    GpuBody, GpuBodyProps, GpuCollider, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle, GpuShape, GpuSolverBody,
-    GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
+    GpuBody, GpuBodyProps, GpuCollider, GpuJoint, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle, GpuShape,
+    GpuSolverBody, GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
 };
 use signorini::shaders;
 
@@ -107,6 +107,32 @@ fn host_structs_match_wgsl_layout() {
         ]
     );
     check_struct!(&module, "Pair", GpuPair, [a, b]);
+    check_struct!(
+        &module,
+        "Joint",
+        GpuJoint,
+        [
+            body_a,
+            body_b,
+            kind,
+            _pad0,
+            local_anchor_a,
+            _pad1,
+            local_anchor_b,
+            _pad2,
+            local_axis_a,
+            _pad3,
+            local_axis_b,
+            _pad7,
+            reference,
+            delta_center,
+            _pad4,
+            linear_impulse,
+            _pad5,
+            angular_impulse,
+            _pad6
+        ]
+    );
     check_struct!(&module, "Particle", GpuParticle, [position, radius, velocity, mass]);
     check_struct!(
         &module,
@@ -258,6 +284,10 @@ fn step_params_uniform_matches_wgsl() {
         particle_selected: 53,
         prepared_passes: 54,
         particle_slot_wanted: 55,
+        joint_count: 56,
+        joint_bias_rate: 57.0,
+        joint_mass_scale: 58.0,
+        joint_impulse_scale: 59.0,
     };
     let mut buffer = encase::UniformBuffer::new(Vec::new());
     buffer.write(&p).unwrap();
@@ -316,6 +346,10 @@ fn step_params_uniform_matches_wgsl() {
         ("particle_selected", 53.0),
         ("prepared_passes", 54.0),
         ("particle_slot_wanted", 55.0),
+        ("joint_count", 56.0),
+        ("joint_bias_rate", 57.0),
+        ("joint_mass_scale", 58.0),
+        ("joint_impulse_scale", 59.0),
     ];
     assert_eq!(
         members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -356,6 +390,7 @@ fn step_params_uniform_matches_wgsl() {
             "particle_selected",
             "prepared_passes",
             "particle_slot_wanted",
+            "joint_count",
         ];
         let got =
             if integers.contains(&name.as_str()) { u32::from_le_bytes(word) as f32 } else { f32::from_le_bytes(word) };

@@ -2,6 +2,7 @@
 //! arrays. It checks the GPU in the comparison tests and is a real backend where no adapter is.
 
 pub(crate) mod contacts;
+mod joints;
 mod lanes;
 mod particle_contacts;
 mod particles;
@@ -138,13 +139,27 @@ pub struct CpuSolver {
     simd: lanes::Simd,
     /// Whether the step runs its restitution passes ([`crate::World::bodies_can_bounce`]).
     bounces: bool,
+    /// The joints, by color (solved in this order, which is the GPU's color by color).
+    joints: Vec<crate::layout::GpuJoint>,
 }
 
 impl CpuSolver {
     /// Builds a solver for `world`'s current bodies and static colliders.
     pub fn new(world: &World) -> Result<Self> {
-        let Packed { params, bodies, props, shapes, geometry, topology, colliders, particles, frames, slot_count } =
-            Packed::new(world);
+        let Packed {
+            params,
+            bodies,
+            props,
+            shapes,
+            geometry,
+            topology,
+            colliders,
+            particles,
+            frames,
+            slot_count,
+            joints,
+            joint_colors: _,
+        } = Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         let threads = match world.desc().solver.cpu_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -187,6 +202,7 @@ impl CpuSolver {
             pool,
             simd: lanes::Simd::new(world.desc().solver.cpu_lanes),
             bounces: world.bodies_can_bounce(),
+            joints,
         })
     }
 
@@ -319,17 +335,29 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
+        let joints = !self.joints.is_empty();
+        joints::prepare(&p, &mut self.joints, &self.bodies);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());
             laps.lap(&mut t.integrate);
-            // Every warm start precedes every solve: the manifolds' first, then the planes'
-            // inside `solve_static`, so the ground feels the weight of what rests on it.
+            // Every warm start precedes every solve: the manifolds' first, then the joints',
+            // then the planes' inside `solve_static`, so the ground feels the weight of what
+            // rests on it.
             if bodies {
                 self.manifold_passes(Pass::WarmStart, 1);
             }
+            joints::warm_start(&mut self.joints, &mut self.bodies, &self.solver_bodies);
             stages::solve_static(&mut self.buffers());
-            if bodies {
+            if joints {
+                // Each iteration sweeps the joints, then the manifolds.
+                for _ in 0..p.iterations {
+                    joints::solve(&p, &mut self.joints, &mut self.bodies, &self.solver_bodies, true);
+                    if bodies {
+                        self.manifold_passes(Pass::Solve(true), 1);
+                    }
+                }
+            } else if bodies {
                 self.manifold_passes(Pass::Solve(true), p.iterations);
             }
             laps.lap(&mut t.solve);
@@ -360,7 +388,14 @@ impl CpuSolver {
             laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {
                 stages::relax_static(&mut self.buffers());
-                if bodies {
+                if joints {
+                    for _ in 0..p.relax_iterations {
+                        joints::solve(&p, &mut self.joints, &mut self.bodies, &self.solver_bodies, false);
+                        if bodies {
+                            self.manifold_passes(Pass::Solve(false), 1);
+                        }
+                    }
+                } else if bodies {
                     self.manifold_passes(Pass::Solve(false), p.relax_iterations);
                 }
             }

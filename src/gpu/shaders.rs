@@ -11,8 +11,8 @@ use crate::collide::{
 use crate::coloring::{COLOR_SPREAD, NO_COLOR};
 use crate::cpu::contacts::{GRID_CELL_LIMIT, GRID_FIT, GRID_HASH};
 use crate::layout::{
-    KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS, PREPARED_BODY_WORDS, PREPARED_MANIFOLD_WORDS, SHAPE_BOX,
-    SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
+    JOINT_FIXED, JOINT_REVOLUTE, JOINT_SPHERICAL, KIND_DYNAMIC, KIND_KINEMATIC, KIND_STATIC, MAX_COLORS,
+    PREPARED_BODY_WORDS, PREPARED_MANIFOLD_WORDS, SHAPE_BOX, SHAPE_POINT, SHAPE_POLYTOPE, SHAPE_SEGMENT,
 };
 use crate::math::EXP_MAP_MAX_HALF_ANGLE;
 use crate::particles::{
@@ -65,6 +65,8 @@ pub const BIND_PARTICLE_BODIES: &str = include_str!("../../shaders/bind_particle
 pub const BIND_MANIFOLDS: &str = include_str!("../../shaders/bind_manifolds.wgsl");
 /// Bindings of the manifold solve stages.
 pub const BIND_SOLVE: &str = include_str!("../../shaders/bind_solve.wgsl");
+/// Bindings of the joint stages.
+pub const BIND_JOINTS: &str = include_str!("../../shaders/bind_joints.wgsl");
 
 /// Every stage file: (file stem, its bindings, source). Each stem names the stage it implements.
 pub const STAGES: &[(&str, &str, &str)] = &[
@@ -99,6 +101,7 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         concat!(include_str!("../../shaders/pairs.wgsl"), include_str!("../../shaders/manifolds.wgsl")),
     ),
     ("solve_contacts", BIND_SOLVE, include_str!("../../shaders/solve_contacts.wgsl")),
+    ("joints", BIND_JOINTS, include_str!("../../shaders/joints.wgsl")),
     (
         "broad_phase",
         BIND_PAIRS,
@@ -124,6 +127,9 @@ pub fn header() -> String {
          const KIND_DYNAMIC: u32 = {KIND_DYNAMIC}u;\n\
          const KIND_STATIC: u32 = {KIND_STATIC}u;\n\
          const KIND_KINEMATIC: u32 = {KIND_KINEMATIC}u;\n\
+         const JOINT_SPHERICAL: u32 = {JOINT_SPHERICAL}u;\n\
+         const JOINT_REVOLUTE: u32 = {JOINT_REVOLUTE}u;\n\
+         const JOINT_FIXED: u32 = {JOINT_FIXED}u;\n\
          const EXP_MAP_MAX_HALF_ANGLE: f32 = {EXP_MAP_MAX_HALF_ANGLE:?};\n\
          const SHAPE_POINT: u32 = {SHAPE_POINT}u;\n\
          const SHAPE_SEGMENT: u32 = {SHAPE_SEGMENT}u;\n\

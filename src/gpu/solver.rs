@@ -7,6 +7,7 @@ use glam::Vec3;
 use wgpu::util::DeviceExt;
 
 use super::contacts::{GpuContacts, Pass as ContactPass, Shared};
+use super::joints::{GpuJoints, JointBindings};
 use super::kernels::{self, Slot};
 use super::particles::{BodyBuffers, GpuParticles, ParticleArena};
 use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
@@ -51,6 +52,7 @@ pub struct GpuSolver {
     modules: Vec<(&'static str, wgpu::ShaderModule)>,
     contacts_stages: Option<GpuContacts>,
     particles: Option<GpuParticles>,
+    joints: Option<GpuJoints>,
     /// The broad phase's grid.
     grid: crate::cpu::contacts::GridSpec,
     bodies_readback: wgpu::Buffer,
@@ -185,6 +187,15 @@ impl GpuSolver {
             None => None,
         };
 
+        let joints = GpuJoints::new(
+            &device,
+            &limits,
+            &modules,
+            &packed.joints,
+            &packed.joint_colors,
+            &JointBindings { params: &params_buffer, bodies: &bodies, solver_bodies: &solver_bodies },
+        )?;
+
         let body_count = packed.bodies.len() as u32;
         let body_contacts = packed.params.body_contacts != 0 && body_count > 1;
         let mut solver = Self {
@@ -204,6 +215,7 @@ impl GpuSolver {
             modules,
             contacts_stages: None,
             particles,
+            joints,
             grid: crate::cpu::contacts::GridSpec::new(
                 &packed.props,
                 &packed.shapes,
@@ -485,6 +497,11 @@ impl GpuSolver {
                 per_substep += c.prepare_dispatches();
             }
         }
+        if let Some(j) = self.joints.as_ref() {
+            once += 1;
+            let sweeps = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
+            per_substep += sweeps * j.sweep_dispatches();
+        }
         once + p.substeps * per_substep
     }
 
@@ -523,6 +540,11 @@ impl GpuSolver {
         if let Some(c) = contacts {
             c.record_detection(pass, parity, marks);
         }
+        let joints = self.joints.as_ref();
+        if let Some(j) = joints {
+            marks.mark(pass, Stage::Solve);
+            j.record_prepare(pass);
+        }
         for _ in 0..self.params.substeps {
             bodies(pass);
             marks.mark(pass, Stage::Integrate);
@@ -532,11 +554,21 @@ impl GpuSolver {
                 c.record_pass(pass, parity, ContactPass::WarmStart);
                 bodies(pass);
             }
+            if let Some(j) = joints {
+                j.record_warm_start(pass);
+                bodies(pass);
+            }
             self.dispatch(pass, "solve_static", &p.solve_static, grid);
-            if let Some(c) = contacts {
-                for _ in 0..self.params.iterations {
+            // Each iteration sweeps the joints, then the manifolds.
+            for _ in 0..self.params.iterations {
+                if let Some(j) = joints {
+                    j.record_solve(pass, true);
+                }
+                if let Some(c) = contacts {
                     c.record_pass(pass, parity, ContactPass::Solve);
                 }
+            }
+            if contacts.is_some() || joints.is_some() {
                 bodies(pass);
             }
             if let Some(particles) = &self.particles {
@@ -556,7 +588,12 @@ impl GpuSolver {
                 self.dispatch(pass, "relax_static", &p.relax_static, grid);
                 if let Some(c) = contacts {
                     c.record_prepare(pass, parity);
-                    for _ in 0..self.params.relax_iterations {
+                }
+                for _ in 0..self.params.relax_iterations {
+                    if let Some(j) = joints {
+                        j.record_solve(pass, false);
+                    }
+                    if let Some(c) = contacts {
                         c.record_pass(pass, parity, ContactPass::Relax);
                     }
                 }

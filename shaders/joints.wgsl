@@ -1,0 +1,192 @@
+// Joints: the twin of src/cpu/joints.rs, operation for operation. One thread per joint of
+// one color (no two share a dynamic body), one dispatch per color.
+
+// One side of a joint while it is solved (see `Side` in src/cpu/joints.rs).
+struct Side {
+    v: vec3<f32>,
+    w: vec3<f32>,
+    inv_mass: f32,
+    inv_inertia: mat3x3<f32>,
+    q: vec4<f32>,
+    dp: vec3<f32>,
+}
+
+fn load_side(i: u32) -> Side {
+    let b = bodies[i];
+    let sb = solver_bodies[i];
+    return Side(b.linear_velocity, b.angular_velocity, b.inv_mass, sb.inv_inertia_world, b.orientation, sb.delta_position);
+}
+
+// Only a body that moves under impulses is written: a static or kinematic side may be shared
+// by several joints of one color.
+fn store_side(i: u32, s: Side) {
+    if bodies[i].inv_mass > 0.0 {
+        bodies[i].linear_velocity = s.v;
+        bodies[i].angular_velocity = s.w;
+    }
+}
+
+// The joint this thread solves, or none past the dispatch's range.
+fn joint_index(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    let k = thread_index(workgroup, workgroups, local, WORKGROUP_SIZE);
+    return select(range.first + k, 0xffffffffu, k >= range.count);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn prepare_joints(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = joint_index(workgroup, workgroups, local);
+    if i == 0xffffffffu {
+        return;
+    }
+    var j = joints[i];
+    j.delta_center = bodies[j.body_b].position - bodies[j.body_a].position;
+    j.linear_impulse = params.warm_start_scale * j.linear_impulse;
+    j.angular_impulse = params.warm_start_scale * j.angular_impulse;
+    joints[i] = j;
+}
+
+fn hinge_axis(j: Joint, a: Side) -> vec3<f32> {
+    return rotate(a.q, j.local_axis_a);
+}
+
+fn acting_angular(j: Joint, a: Side) -> vec3<f32> {
+    if j.kind == JOINT_REVOLUTE {
+        let axis = hinge_axis(j, a);
+        return j.angular_impulse - axis * dot3(axis, j.angular_impulse);
+    }
+    return j.angular_impulse;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn warm_start_joints(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = joint_index(workgroup, workgroups, local);
+    if i == 0xffffffffu {
+        return;
+    }
+    var j = joints[i];
+    var a = load_side(j.body_a);
+    var b = load_side(j.body_b);
+    let ra = rotate(a.q, j.local_anchor_a);
+    let rb = rotate(b.q, j.local_anchor_b);
+    let linear = j.linear_impulse;
+    let angular = acting_angular(j, a);
+    j.angular_impulse = angular;
+    a.v = a.v - a.inv_mass * linear;
+    a.w = a.w - mat3_mul(a.inv_inertia, cross3(ra, linear) + angular);
+    b.v = b.v + b.inv_mass * linear;
+    b.w = b.w + mat3_mul(b.inv_inertia, cross3(rb, linear) + angular);
+    joints[i] = j;
+    store_side(j.body_a, a);
+    store_side(j.body_b, b);
+}
+
+fn solve_joint(i: u32, use_bias: bool) {
+    var j = joints[i];
+    var a = load_side(j.body_a);
+    var b = load_side(j.body_b);
+    var rate = 0.0;
+    var mass_scale = 1.0;
+    var impulse_scale = 0.0;
+    if use_bias {
+        rate = params.joint_bias_rate;
+        mass_scale = params.joint_mass_scale;
+        impulse_scale = params.joint_impulse_scale;
+    }
+    // The angular block.
+    let k = a.inv_inertia + b.inv_inertia;
+    var angular = vec3<f32>(0.0);
+    if j.kind == JOINT_REVOLUTE {
+        let axis_a = hinge_axis(j, a);
+        let axis_b = rotate(b.q, j.local_axis_b);
+        let basis = tangent_basis(axis_a);
+        let t1 = basis.t1;
+        let t2 = basis.t2;
+        let error = cross3(axis_a, axis_b);
+        let dw = b.w - a.w;
+        let kt1 = mat3_mul(k, t1);
+        let kt2 = mat3_mul(k, t2);
+        let k11 = dot3(t1, kt1);
+        let k12 = dot3(t1, kt2);
+        let k22 = dot3(t2, kt2);
+        let c1 = dot3(t1, dw) + rate * dot3(t1, error);
+        let c2 = dot3(t2, dw) + rate * dot3(t2, error);
+        let det = k11 * k22 - k12 * k12;
+        let inv_det = select(0.0, 1.0 / det, det > 0.0);
+        let x1 = (k22 * c1 - k12 * c2) * inv_det;
+        let x2 = (k11 * c2 - k12 * c1) * inv_det;
+        let acting = acting_angular(j, a);
+        let l1 = -mass_scale * x1 - impulse_scale * dot3(t1, acting);
+        let l2 = -mass_scale * x2 - impulse_scale * dot3(t2, acting);
+        angular = t1 * l1 + t2 * l2;
+        j.angular_impulse = acting + angular;
+    } else if j.kind == JOINT_FIXED {
+        let held = quat_mul(a.q, j.reference);
+        let e = quat_mul(b.q, vec4<f32>(-held.xyz, held.w));
+        let sign = select(-2.0, 2.0, e.w >= 0.0);
+        let error = vec3<f32>(sign * e.x, sign * e.y, sign * e.z);
+        let c = (b.w - a.w) + rate * error;
+        let x = mat3_mul(mat3_inverse(k), c);
+        angular = -mass_scale * x - impulse_scale * j.angular_impulse;
+        j.angular_impulse = j.angular_impulse + angular;
+    }
+    a.w = a.w - mat3_mul(a.inv_inertia, angular);
+    b.w = b.w + mat3_mul(b.inv_inertia, angular);
+    // The point.
+    let ra = rotate(a.q, j.local_anchor_a);
+    let rb = rotate(b.q, j.local_anchor_b);
+    let cdot = (b.v + cross3(b.w, rb)) - (a.v + cross3(a.w, ra));
+    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
+    let m = a.inv_mass + b.inv_mass;
+    let kp = mat3x3<f32>(
+        point_column(m, vec3<f32>(1.0, 0.0, 0.0), a, b, ra, rb),
+        point_column(m, vec3<f32>(0.0, 1.0, 0.0), a, b, ra, rb),
+        point_column(m, vec3<f32>(0.0, 0.0, 1.0), a, b, ra, rb),
+    );
+    let x = mat3_mul(mat3_inverse(kp), cdot + rate * separation);
+    let linear = -mass_scale * x - impulse_scale * j.linear_impulse;
+    j.linear_impulse = j.linear_impulse + linear;
+    a.v = a.v - a.inv_mass * linear;
+    a.w = a.w - mat3_mul(a.inv_inertia, cross3(ra, linear));
+    b.v = b.v + b.inv_mass * linear;
+    b.w = b.w + mat3_mul(b.inv_inertia, cross3(rb, linear));
+    joints[i] = j;
+    store_side(j.body_a, a);
+    store_side(j.body_b, b);
+}
+
+// Column `e` of the point block: the anchors' relative velocity from a unit impulse along `e`.
+fn point_column(m: f32, e: vec3<f32>, a: Side, b: Side, ra: vec3<f32>, rb: vec3<f32>) -> vec3<f32> {
+    return m * e + cross3(mat3_mul(b.inv_inertia, cross3(rb, e)), rb) + cross3(mat3_mul(a.inv_inertia, cross3(ra, e)), ra);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn solve_joints(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = joint_index(workgroup, workgroups, local);
+    if i != 0xffffffffu {
+        solve_joint(i, true);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn relax_joints(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = joint_index(workgroup, workgroups, local);
+    if i != 0xffffffffu {
+        solve_joint(i, false);
+    }
+}

@@ -1,0 +1,181 @@
+//! Joints on the CPU: the twin of shaders/joints.wgsl, operation for operation.
+//!
+//! Each joint is solved as Box2D v3 solves its joints, in three dimensions: a block of
+//! constraints on the relative velocity at the anchor (three rows) and on the relative angular
+//! velocity (none for a ball, the two across a hinge's axis, all three for a weld), each a
+//! soft constraint in the biased solve (bias from the position error of the moment, scaled
+//! by [`StepParams::joint_bias_rate`]) and rigid in the relax iterations. The angular block is
+//! solved first, then the point. The position error is measured from the bodies' motion
+//! since the step began and their offset then, which keeps it exact far from the origin.
+//! The joints of one color share no dynamic body, so solving them in order is the GPU's
+//! parallel sweep of that color.
+
+use glam::{Mat3, Quat, Vec3};
+
+use crate::layout::{GpuBody, GpuJoint, GpuSolverBody, JOINT_FIXED, JOINT_REVOLUTE, StepParams};
+use crate::math::{mat3_inverse, quat_mul, rotate, tangent_basis};
+
+/// One side of a joint while it is solved: the body's velocities, inverse mass and world
+/// inverse inertia (frozen for the step), orientation and displacement since the step began.
+struct Side {
+    v: Vec3,
+    w: Vec3,
+    inv_mass: f32,
+    inv_inertia: Mat3,
+    q: Quat,
+    dp: Vec3,
+}
+
+fn side(b: &GpuBody, sb: &GpuSolverBody) -> Side {
+    let [c0, c1, c2] = sb.inv_inertia_world;
+    Side {
+        v: b.linear_velocity,
+        w: b.angular_velocity,
+        inv_mass: b.inv_mass,
+        inv_inertia: Mat3::from_cols(c0.truncate(), c1.truncate(), c2.truncate()),
+        q: b.orientation,
+        dp: sb.delta_position,
+    }
+}
+
+/// Writes a side's velocities back, for a body that moves under impulses (a static or
+/// kinematic side is shared by joints of one color, and none of them may change it).
+fn store(b: &mut GpuBody, s: &Side) {
+    if b.inv_mass > 0.0 {
+        b.linear_velocity = s.v;
+        b.angular_velocity = s.w;
+    }
+}
+
+/// Once a step, before the substeps: each joint's centres' offset, and its impulses scaled by
+/// the warm start (zero without warm starting).
+pub(crate) fn prepare(p: &StepParams, joints: &mut [GpuJoint], bodies: &[GpuBody]) {
+    for j in joints {
+        prepare_joint(p, j, bodies);
+    }
+}
+
+fn prepare_joint(p: &StepParams, j: &mut GpuJoint, bodies: &[GpuBody]) {
+    j.delta_center = bodies[j.body_b as usize].position - bodies[j.body_a as usize].position;
+    j.linear_impulse = p.warm_start_scale * j.linear_impulse;
+    j.angular_impulse = p.warm_start_scale * j.angular_impulse;
+}
+
+/// A hinge's axis on A's side, world frame, now.
+fn hinge_axis(j: &GpuJoint, a: &Side) -> Vec3 {
+    rotate(a.q, j.local_axis_a)
+}
+
+/// The accumulated angular impulse that acts: a hinge's, less what lies along its axis (the
+/// axis turns, and the hinge may not hold against turning about it).
+fn acting_angular(j: &GpuJoint, a: &Side) -> Vec3 {
+    if j.kind == JOINT_REVOLUTE {
+        let axis = hinge_axis(j, a);
+        j.angular_impulse - axis * axis.dot(j.angular_impulse)
+    } else {
+        j.angular_impulse
+    }
+}
+
+/// Every substep, before the solve: the accumulated impulses applied at the anchors as they
+/// are now.
+pub(crate) fn warm_start(joints: &mut [GpuJoint], bodies: &mut [GpuBody], solver_bodies: &[GpuSolverBody]) {
+    for j in joints {
+        let (ia, ib) = (j.body_a as usize, j.body_b as usize);
+        let (mut a, mut b) = (side(&bodies[ia], &solver_bodies[ia]), side(&bodies[ib], &solver_bodies[ib]));
+        warm_start_joint(j, &mut a, &mut b);
+        store(&mut bodies[ia], &a);
+        store(&mut bodies[ib], &b);
+    }
+}
+
+fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
+    let ra = rotate(a.q, j.local_anchor_a);
+    let rb = rotate(b.q, j.local_anchor_b);
+    let linear = j.linear_impulse;
+    let angular = acting_angular(j, a);
+    j.angular_impulse = angular;
+    a.v -= a.inv_mass * linear;
+    a.w -= a.inv_inertia * (ra.cross(linear) + angular);
+    b.v += b.inv_mass * linear;
+    b.w += b.inv_inertia * (rb.cross(linear) + angular);
+}
+
+/// One sweep over the joints, color by color: with `use_bias` the soft constraints of the
+/// biased solve, without it the rigid ones of the relax iterations.
+pub(crate) fn solve(
+    p: &StepParams,
+    joints: &mut [GpuJoint],
+    bodies: &mut [GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    use_bias: bool,
+) {
+    for j in joints {
+        let (ia, ib) = (j.body_a as usize, j.body_b as usize);
+        let (mut a, mut b) = (side(&bodies[ia], &solver_bodies[ia]), side(&bodies[ib], &solver_bodies[ib]));
+        solve_joint(p, j, &mut a, &mut b, use_bias);
+        store(&mut bodies[ia], &a);
+        store(&mut bodies[ib], &b);
+    }
+}
+
+fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use_bias: bool) {
+    let (rate, mass_scale, impulse_scale) =
+        if use_bias { (p.joint_bias_rate, p.joint_mass_scale, p.joint_impulse_scale) } else { (0.0, 1.0, 0.0) };
+    // The angular block.
+    let k = Mat3::from_cols(
+        a.inv_inertia.x_axis + b.inv_inertia.x_axis,
+        a.inv_inertia.y_axis + b.inv_inertia.y_axis,
+        a.inv_inertia.z_axis + b.inv_inertia.z_axis,
+    );
+    let mut angular = Vec3::ZERO;
+    if j.kind == JOINT_REVOLUTE {
+        // The two directions across A's axis: the axes' misalignment and relative spin there.
+        let axis_a = hinge_axis(j, a);
+        let axis_b = rotate(b.q, j.local_axis_b);
+        let (t1, t2) = tangent_basis(axis_a);
+        let error = axis_a.cross(axis_b);
+        let dw = b.w - a.w;
+        let (kt1, kt2) = (k * t1, k * t2);
+        let (k11, k12, k22) = (t1.dot(kt1), t1.dot(kt2), t2.dot(kt2));
+        let c1 = t1.dot(dw) + rate * t1.dot(error);
+        let c2 = t2.dot(dw) + rate * t2.dot(error);
+        let det = k11 * k22 - k12 * k12;
+        let inv_det = if det > 0.0 { 1.0 / det } else { 0.0 };
+        let x1 = (k22 * c1 - k12 * c2) * inv_det;
+        let x2 = (k11 * c2 - k12 * c1) * inv_det;
+        let acting = acting_angular(j, a);
+        let l1 = -mass_scale * x1 - impulse_scale * t1.dot(acting);
+        let l2 = -mass_scale * x2 - impulse_scale * t2.dot(acting);
+        angular = t1 * l1 + t2 * l2;
+        j.angular_impulse = acting + angular;
+    } else if j.kind == JOINT_FIXED {
+        // B's orientation against the one the weld holds it at, as a rotation vector.
+        let held = quat_mul(a.q, j.reference);
+        let e = quat_mul(b.q, Quat::from_xyzw(-held.x, -held.y, -held.z, held.w));
+        let sign = if e.w >= 0.0 { 2.0 } else { -2.0 };
+        let error = Vec3::new(sign * e.x, sign * e.y, sign * e.z);
+        let c = (b.w - a.w) + rate * error;
+        let x = mat3_inverse(k) * c;
+        angular = -mass_scale * x - impulse_scale * j.angular_impulse;
+        j.angular_impulse += angular;
+    }
+    a.w -= a.inv_inertia * angular;
+    b.w += b.inv_inertia * angular;
+    // The point: the anchors' relative velocity, and their separation for the bias.
+    let ra = rotate(a.q, j.local_anchor_a);
+    let rb = rotate(b.q, j.local_anchor_b);
+    let cdot = (b.v + b.w.cross(rb)) - (a.v + a.w.cross(ra));
+    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
+    // Column i of K: the anchors' relative velocity from a unit impulse along axis i.
+    let m = a.inv_mass + b.inv_mass;
+    let column = |e: Vec3| m * e + (b.inv_inertia * rb.cross(e)).cross(rb) + (a.inv_inertia * ra.cross(e)).cross(ra);
+    let k = Mat3::from_cols(column(Vec3::X), column(Vec3::Y), column(Vec3::Z));
+    let x = mat3_inverse(k) * (cdot + rate * separation);
+    let linear = -mass_scale * x - impulse_scale * j.linear_impulse;
+    j.linear_impulse += linear;
+    a.v -= a.inv_mass * linear;
+    a.w -= a.inv_inertia * ra.cross(linear);
+    b.v += b.inv_mass * linear;
+    b.w += b.inv_inertia * rb.cross(linear);
+}

@@ -1,0 +1,130 @@
+//! The joint stages on the GPU (shaders/joints.wgsl): the joints in a storage buffer, sorted by
+//! their color, and one dispatch per color for each warm start and solve sweep.
+
+use super::kernels::{self, Slot};
+use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use super::solver::storage_fits;
+use crate::error::Result;
+use crate::layout::GpuJoint;
+
+/// The joint buffer, its bind group and pipelines, and each color's range.
+pub(crate) struct GpuJoints {
+    /// Binds the joints (by color, the order of `Packed::joints`) and the color ranges.
+    group: wgpu::BindGroup,
+    prepare: wgpu::ComputePipeline,
+    warm_start: wgpu::ComputePipeline,
+    solve: wgpu::ComputePipeline,
+    relax: wgpu::ComputePipeline,
+    /// Workgroups of each color's dispatch; the slot after the colors' holds every joint.
+    grids: Vec<(u32, u32)>,
+}
+
+/// The buffers the joint stages bind besides their own.
+pub(crate) struct JointBindings<'a> {
+    pub params: &'a wgpu::Buffer,
+    pub bodies: &'a wgpu::Buffer,
+    pub solver_bodies: &'a wgpu::Buffer,
+}
+
+impl GpuJoints {
+    /// Uploads `joints` (sorted by color, each color starting at `colors[c]`, the last entry
+    /// one past the end) and builds the stages; `None` without joints.
+    pub fn new(
+        device: &wgpu::Device,
+        limits: &wgpu::Limits,
+        modules: &[(&'static str, wgpu::ShaderModule)],
+        joints: &[GpuJoint],
+        colors: &[u32],
+        with: &JointBindings,
+    ) -> Result<Option<Self>> {
+        if joints.is_empty() {
+            return Ok(None);
+        }
+        use wgpu::util::DeviceExt;
+        let bytes: &[u8] = bytemuck::cast_slice(joints);
+        storage_fits(limits, "joints", bytes.len() as u64)?;
+        let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("joints"),
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        // One uniform slot per color, then one with every joint.
+        let mut ranges: Vec<[u32; 2]> = colors.windows(2).map(|w| [w[0], w[1] - w[0]]).collect();
+        ranges.push([0, joints.len() as u32]);
+        let mut slots = vec![0u8; ranges.len() * UNIFORM_SLOT as usize];
+        for (k, range) in ranges.iter().enumerate() {
+            slots[k * UNIFORM_SLOT as usize..][..8].copy_from_slice(bytemuck::cast_slice(range));
+        }
+        let ranges_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("joint_ranges"),
+            contents: &slots,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let layout_slots =
+            [Slot::Uniform, Slot::Storage(false), Slot::Storage(true), Slot::Storage(false), Slot::UniformDynamic];
+        let layout = kernels::layout(device, "joint_bindings", &layout_slots);
+        let group = kernels::bind(
+            device,
+            "joint_bindings",
+            &layout,
+            &layout_slots,
+            &[with.params, with.bodies, with.solver_bodies, &buffer, &ranges_buffer],
+        );
+        let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "joints", entry);
+        Ok(Some(Self {
+            group,
+            prepare: pipeline("prepare_joints"),
+            warm_start: pipeline("warm_start_joints"),
+            solve: pipeline("solve_joints"),
+            relax: pipeline("relax_joints"),
+            grids: ranges.iter().map(|r| dispatch_grid(r[1], WORKGROUP_SIZE)).collect(),
+        }))
+    }
+
+    /// Colors of joints.
+    fn colors(&self) -> usize {
+        self.grids.len() - 1
+    }
+
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, slot: usize) {
+        let grid = self.grids[slot];
+        pass.set_bind_group(0, &self.group, &[(slot as u64 * UNIFORM_SLOT) as u32]);
+        pass.dispatch_workgroups(grid.0, grid.1, 1);
+    }
+
+    /// Records the once-a-step preparation (the centres' offsets, the warm start's scale).
+    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass) {
+        pass.push_debug_group("prepare_joints");
+        pass.set_pipeline(&self.prepare);
+        self.dispatch(pass, self.colors());
+        pass.pop_debug_group();
+    }
+
+    /// Records a substep's warm start, color by color.
+    pub fn record_warm_start(&self, pass: &mut wgpu::ComputePass) {
+        self.record_sweep(pass, &self.warm_start, "warm_start_joints");
+    }
+
+    /// Records one sweep of the biased solve (`use_bias`) or of the relax iterations.
+    pub fn record_solve(&self, pass: &mut wgpu::ComputePass, use_bias: bool) {
+        if use_bias {
+            self.record_sweep(pass, &self.solve, "solve_joints");
+        } else {
+            self.record_sweep(pass, &self.relax, "relax_joints");
+        }
+    }
+
+    fn record_sweep(&self, pass: &mut wgpu::ComputePass, pipeline: &wgpu::ComputePipeline, name: &str) {
+        pass.push_debug_group(name);
+        pass.set_pipeline(pipeline);
+        for color in 0..self.colors() {
+            self.dispatch(pass, color);
+        }
+        pass.pop_debug_group();
+    }
+
+    /// Dispatches of one sweep (one per color).
+    pub fn sweep_dispatches(&self) -> u32 {
+        self.colors() as u32
+    }
+}

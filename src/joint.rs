@@ -1,0 +1,93 @@
+//! Joints: bilateral constraints between two bodies, solved with the contacts in every substep
+//! as soft constraints (the soft step of the contacts, with [`SolverSettings::joint_hertz`]
+//! and [`SolverSettings::joint_damping_ratio`]), warm started from step to step.
+//!
+//! A joint is described in the world frame at the bodies' poses as they were added: the
+//! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
+//! graph-colored once when a solver is built, so that no two joints of one color share a
+//! dynamic body, and each color is one parallel sweep.
+//!
+//! [`SolverSettings::joint_hertz`]: crate::SolverSettings::joint_hertz
+//! [`SolverSettings::joint_damping_ratio`]: crate::SolverSettings::joint_damping_ratio
+
+use glam::Vec3;
+
+use crate::body::BodyHandle;
+use crate::error::{Error, Result, check_finite};
+
+/// What a joint keeps between its two bodies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JointKind {
+    /// Ball and socket: the bodies' anchor points stay together; they turn freely about it
+    /// (three constraints).
+    Spherical,
+    /// Hinge: the anchor points stay together and the bodies turn relative to each other only
+    /// about the axis (five constraints).
+    Revolute {
+        /// The hinge's axis, world frame at the bodies' initial poses (any length but zero).
+        axis: Vec3,
+    },
+    /// Weld: the bodies keep their initial relative pose (six constraints).
+    Fixed,
+}
+
+/// A joint between two bodies of one world, at least one of them dynamic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointDesc {
+    /// The first body.
+    pub body_a: BodyHandle,
+    /// The second body.
+    pub body_b: BodyHandle,
+    /// The point the joint holds together, world frame at the bodies' initial poses, m.
+    pub anchor: Vec3,
+    /// What the joint keeps.
+    pub kind: JointKind,
+}
+
+impl JointDesc {
+    /// A ball-and-socket joint at `anchor` (world frame).
+    pub fn spherical(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
+        Self { body_a, body_b, anchor, kind: JointKind::Spherical }
+    }
+
+    /// A hinge at `anchor` turning about `axis` (world frame).
+    pub fn revolute(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
+        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis } }
+    }
+
+    /// A weld holding the bodies' relative pose, its anchor at `anchor` (world frame).
+    pub fn fixed(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
+        Self { body_a, body_b, anchor, kind: JointKind::Fixed }
+    }
+
+    /// The joint with its axis normalized, after checking what does not need the world.
+    pub(crate) fn validated(self) -> Result<Self> {
+        check_finite("joint anchor", self.anchor, self.anchor.is_finite())?;
+        if self.body_a == self.body_b {
+            return Err(Error::InvalidJoint { reason: format!("both sides are body {}", self.body_a.index()) });
+        }
+        let kind = match self.kind {
+            JointKind::Revolute { axis } => {
+                check_finite("joint axis", axis, axis.is_finite())?;
+                let length = axis.length();
+                if length <= 1e-6 {
+                    return Err(Error::InvalidJoint { reason: format!("the hinge axis {axis} has no direction") });
+                }
+                JointKind::Revolute { axis: axis / length }
+            }
+            other => other,
+        };
+        Ok(Self { kind, ..self })
+    }
+}
+
+/// Names a joint of a [`World`](crate::World), in the order the joints were added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JointHandle(pub(crate) u32);
+
+impl JointHandle {
+    /// The joint's index in its world.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}

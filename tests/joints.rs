@@ -1,0 +1,371 @@
+//! Joints against analytic expectations, on every backend, and the GPU against the CPU.
+
+mod common;
+
+use signorini::prelude::*;
+use signorini::{JointHandle, Solver};
+
+/// A world without planes, default settings and standard gravity.
+fn world() -> World {
+    common::world_with(Vec3::new(0.0, -9.81, 0.0))
+}
+
+/// A small static sphere at the origin to hang things from. Jointed bodies still collide, so
+/// what hangs from it starts clear of it.
+fn pivot(world: &mut World) -> BodyHandle {
+    world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.01))).unwrap()
+}
+
+/// Where a joint's anchor is on each of its bodies now: the anchor as added, carried by each
+/// body's motion since.
+fn anchors(world: &World, joint: JointHandle, states: &[BodyState]) -> (Vec3, Vec3) {
+    let j = world.joint(joint).unwrap();
+    let at = |b: BodyHandle| {
+        let start = world.body(b).unwrap();
+        let local = start.orientation.inverse() * (j.anchor - start.position);
+        let now = states[b.index()];
+        now.position + now.orientation * local
+    };
+    (at(j.body_a), at(j.body_b))
+}
+
+/// The times at which `x` crosses zero upwards, interpolated between steps.
+fn upward_crossings(xs: &[f32], dt: f32) -> Vec<f32> {
+    xs.windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[0] < 0.0 && w[1] >= 0.0)
+        .map(|(i, w)| (i as f32 + w[0] / (w[0] - w[1])) * dt)
+        .collect()
+}
+
+/// A sphere of radius 0.1 m and 1 kg on a ball joint 1 m below a fixed pivot, let go 5° out:
+/// a compound pendulum, whose period is `2π √(I_pivot / (m g L)) (1 + θ₀²/16)` with
+/// `I_pivot = ⅖ m r² + m L²`: 2.0111 s. Measured over five periods from the upward zero
+/// crossings, within 0.5 %; the anchor stays within 1 mm of the pivot; the amplitude after
+/// five periods is within 5 % of the first (the soft joint's damping takes little).
+#[test]
+fn a_pendulum_swings_with_the_compound_period() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let (length, theta0, radius) = (1.0_f32, 5.0_f32.to_radians(), 0.1);
+    let bob = world
+        .add_body(RigidBodyDesc::dynamic(Shape::sphere(radius)).mass(1.0).position(Vec3::new(
+            length * theta0.sin(),
+            -length * theta0.cos(),
+            0.0,
+        )))
+        .unwrap();
+    let joint = world.add_joint(JointDesc::spherical(p, bob, Vec3::ZERO)).unwrap();
+    let inertia = 0.4 * radius * radius + length * length;
+    let expected = std::f32::consts::TAU * (inertia / (9.81 * length)).sqrt() * (1.0 + theta0 * theta0 / 16.0);
+    let dt = world.desc().dt;
+    for mut solver in common::solvers(&world) {
+        let (mut xs, mut worst_gap, mut first_peak, mut last_peak) = (Vec::new(), 0.0_f32, 0.0_f32, 0.0_f32);
+        let steps = (5.5 * expected / dt) as usize;
+        for step in 0..steps {
+            solver.step();
+            let states = solver.body_states().unwrap();
+            let (a, b) = anchors(&world, joint, &states);
+            worst_gap = worst_gap.max((a - b).length());
+            let x = states[bob.index()].position.x;
+            xs.push(x);
+            if (step as f32) * dt < expected {
+                first_peak = first_peak.max(x.abs());
+            } else if (step as f32) * dt > 4.5 * expected {
+                last_peak = last_peak.max(x.abs());
+            }
+        }
+        let crossings = upward_crossings(&xs, dt);
+        assert!(crossings.len() >= 5, "{}: {} crossings", solver.backend(), crossings.len());
+        let period = (crossings[crossings.len() - 1] - crossings[0]) / (crossings.len() - 1) as f32;
+        eprintln!(
+            "{}: period {period:.4} s (expected {expected:.4}), worst anchor gap {worst_gap:.2e} m, amplitude {first_peak:.4} -> {last_peak:.4} m",
+            solver.backend()
+        );
+        assert!(
+            (period / expected - 1.0).abs() < 0.005,
+            "{}: period {period} s, expected {expected}",
+            solver.backend()
+        );
+        assert!(worst_gap < 1e-3, "{}: the anchors parted by {worst_gap} m", solver.backend());
+        assert!(last_peak > 0.95 * first_peak, "{}: amplitude {first_peak} -> {last_peak}", solver.backend());
+    }
+}
+
+/// A chain of ten 0.5 kg spheres on ball joints 0.2 m apart, the first hanging from a fixed
+/// pivot: `horizontal` lays it out sideways, else it hangs straight down.
+fn chain(horizontal: bool) -> (World, Vec<BodyHandle>, Vec<JointHandle>) {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let along = if horizontal { Vec3::X } else { Vec3::NEG_Y };
+    let (mut previous, mut links, mut joints) = (p, Vec::new(), Vec::new());
+    for i in 1..=10 {
+        let at = 0.2 * i as f32 * along;
+        let link = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.05)).mass(0.5).position(at)).unwrap();
+        // The first hangs from the pivot's centre, the others join halfway between two links.
+        let anchor = if i == 1 { Vec3::ZERO } else { at - 0.1 * along };
+        joints.push(world.add_joint(JointDesc::spherical(previous, link, anchor)).unwrap());
+        links.push(link);
+        previous = link;
+    }
+    (world, links, joints)
+}
+
+/// The chain hanging straight down comes to rest stretched as its soft joints predict: at
+/// rest the soft step holds a joint carrying tension `T` open by `T / (m ω²)`, with `ω` the
+/// joint's angular frequency (2π 60 Hz) and `m` its effective mass along the chain
+/// (`1 / (1/m_a + 1/m_b)`; the lever arms lie along it). Summed over the ten joints, each
+/// carrying the weight below it: 6.9 mm. The last sphere rests that far below 2 m, within
+/// 2 %, and every joint's gap is within 5 % of its own prediction.
+#[test]
+fn a_hanging_chain_stretches_as_its_soft_joints_predict() {
+    let (world, links, joints) = chain(false);
+    let omega2 = (std::f32::consts::TAU * world.desc().solver.joint_hertz).powi(2);
+    let weight = 0.5 * 9.81;
+    // Joint i (from the top) carries the links i..10; the first joint's pivot does not move.
+    let predicted: Vec<f32> = (0..10)
+        .map(|i| {
+            let mass = if i == 0 { 0.5 } else { 0.25 };
+            (10 - i) as f32 * weight / (mass * omega2)
+        })
+        .collect();
+    let total: f32 = predicted.iter().sum();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(180);
+        let states = solver.body_states().unwrap();
+        let stretch = -states[links[9].index()].position.y - 2.0;
+        eprintln!("{}: stretched {stretch:.5} m, predicted {total:.5} m", solver.backend());
+        assert!((stretch / total - 1.0).abs() < 0.02, "{}: stretched {stretch} m, predicted {total}", solver.backend());
+        for (i, &j) in joints.iter().enumerate() {
+            let (a, b) = anchors(&world, j, &states);
+            let gap = (a - b).length();
+            assert!(
+                (gap / predicted[i] - 1.0).abs() < 0.1,
+                "{}: joint {i} open by {gap} m, predicted {}",
+                solver.backend(),
+                predicted[i]
+            );
+        }
+        assert!(states.iter().all(|s| s.linear_velocity.length() < 1e-3), "{}: not at rest", solver.backend());
+    }
+}
+
+/// The chain let go sideways swings down and whips (its last sphere passes 10 m/s): its
+/// mechanical energy never grows (the joints can only take energy, within 0.5 % for the
+/// rounding of the energy sum), and every joint's anchors stay within 3 cm of each other
+/// under the whip's tension of some 300 N, which opens these light joints (an effective mass
+/// of 0.023 kg across the chain, with lever arms twice the spheres' radius) by the most.
+#[test]
+fn a_swinging_chain_keeps_together_and_loses_energy() {
+    let (world, links, joints) = chain(true);
+    let energy = |states: &[BodyState]| -> f32 {
+        links
+            .iter()
+            .map(|l| {
+                let s = states[l.index()];
+                // ½ m v² + ½ I ω² + m g y, I = ⅖ m r².
+                0.5 * 0.5 * s.linear_velocity.length_squared()
+                    + 0.5 * (0.4 * 0.5 * 0.05 * 0.05) * s.angular_velocity.length_squared()
+                    + 0.5 * 9.81 * s.position.y
+            })
+            .sum()
+    };
+    for mut solver in common::solvers(&world) {
+        let start = energy(&solver.body_states().unwrap());
+        let (mut worst_gap, mut most_energy, mut fastest) = (0.0_f32, start, 0.0_f32);
+        for _ in 0..180 {
+            solver.step();
+            let states = solver.body_states().unwrap();
+            for &j in &joints {
+                let (a, b) = anchors(&world, j, &states);
+                worst_gap = worst_gap.max((a - b).length());
+            }
+            most_energy = most_energy.max(energy(&states));
+            fastest = fastest.max(states[links[9].index()].linear_velocity.length());
+        }
+        eprintln!(
+            "{}: worst anchor gap {worst_gap:.2e} m, energy {start:.3} J, at most {most_energy:.3} J, fastest end {fastest:.2} m/s",
+            solver.backend()
+        );
+        assert!(fastest > 10.0, "{}: the chain's end reached only {fastest} m/s", solver.backend());
+        assert!(worst_gap < 0.03, "{}: anchors parted by {worst_gap} m", solver.backend());
+        // The energy starts at 0 (every sphere at y = 0): compare with the chain's weight times 1 cm.
+        assert!(
+            most_energy - start < 0.005 * 5.0 * 9.81,
+            "{}: energy grew from {start} to {most_energy} J",
+            solver.backend()
+        );
+    }
+}
+
+/// A 1 kg bar 1 m long on a hinge about z 5 cm beyond one end, let go horizontal and spinning
+/// about x and y: it swings in the xy-plane only. Its centre stays in the plane z = 0 within
+/// 1 mm, its angular velocity stays along z within 1 % of its size once the hinge has caught
+/// it, the hinge's anchors stay within 2 mm of each other, and the swing reaches the bottom at
+/// the speed energy conservation gives, `ω = √(2 m g d / I)`, within 1 %.
+#[test]
+fn a_hinge_turns_only_about_its_axis() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let length = 1.0_f32;
+    let bar = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5 * length, 0.02, 0.02)))
+                .mass(1.0)
+                .position(Vec3::new(0.05 + 0.5 * length, 0.0, 0.0))
+                .angular_velocity(Vec3::new(0.4, -0.3, 0.0)),
+        )
+        .unwrap();
+    let hinge = world.add_joint(JointDesc::revolute(p, bar, Vec3::ZERO, Vec3::Z)).unwrap();
+    // Energy at the bottom: ½ I ω² = m g d, with the centre d = 0.55 m from the hinge and
+    // I = m (L² + (0.04 m)²) / 12 + m d² about it.
+    let d = 0.05 + 0.5 * length;
+    let inertia = (length * length + 0.04 * 0.04) / 12.0 + d * d;
+    let expected = (2.0 * 9.81 * d / inertia).sqrt();
+    for mut solver in common::solvers(&world) {
+        let (mut worst_z, mut worst_off_axis, mut fastest) = (0.0_f32, 0.0_f32, 0.0_f32);
+        for step in 0..90 {
+            solver.step();
+            let states = solver.body_states().unwrap();
+            let s = states[bar.index()];
+            worst_z = worst_z.max(s.position.z.abs());
+            if step >= 5 {
+                let w = s.angular_velocity;
+                worst_off_axis = worst_off_axis.max(w.truncate().length() / w.length().max(1e-6));
+            }
+            fastest = fastest.max(s.angular_velocity.z.abs());
+            let (a, b) = anchors(&world, hinge, &states);
+            assert!((a - b).length() < 2e-3, "{}: hinge anchors {} m apart", solver.backend(), (a - b).length());
+        }
+        eprintln!(
+            "{}: worst z {worst_z:.2e} m, off-axis spin {worst_off_axis:.2e}, fastest {fastest:.3} rad/s (expected {expected:.3})",
+            solver.backend()
+        );
+        assert!(worst_z < 1e-3, "{}: left the plane by {worst_z} m", solver.backend());
+        assert!(worst_off_axis < 0.01, "{}: spin off the axis {worst_off_axis}", solver.backend());
+        assert!((fastest / expected - 1.0).abs() < 0.01, "{}: {fastest} rad/s, expected {expected}", solver.backend());
+    }
+}
+
+/// A 1 kg bar 1 m long welded at one end to a fixed body, sticking out horizontally under
+/// gravity: it holds. Its centre sags by less than 2 mm and it turns by less than 2 mrad,
+/// about ten times the soft weld's static deflection at 60 Hz (`m g / (k ω²)`), and it is at
+/// rest after 2 s.
+#[test]
+fn a_weld_holds_a_cantilever() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let start = Vec3::new(0.55, 0.0, 0.0);
+    let bar = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.05, 0.05))).mass(1.0).position(start))
+        .unwrap();
+    world.add_joint(JointDesc::fixed(p, bar, Vec3::ZERO)).unwrap();
+    for mut solver in common::solvers(&world) {
+        let (mut worst_sag, mut worst_turn) = (0.0_f32, 0.0_f32);
+        for _ in 0..120 {
+            solver.step();
+            let s = solver.body_states().unwrap()[bar.index()];
+            worst_sag = worst_sag.max((s.position - start).length());
+            // 2 asin |q.xyz|: `angle_between` rounds angles under a milliradian to zero in f32.
+            worst_turn = worst_turn.max(2.0 * s.orientation.xyz().length().asin());
+        }
+        let s = solver.body_states().unwrap()[bar.index()];
+        eprintln!(
+            "{}: sag {worst_sag:.2e} m, turn {worst_turn:.2e} rad, speed at 2 s {:.2e} m/s",
+            solver.backend(),
+            s.linear_velocity.length()
+        );
+        assert!(worst_sag < 2e-3, "{}: sagged {worst_sag} m", solver.backend());
+        assert!(worst_turn < 2e-3, "{}: turned {worst_turn} rad", solver.backend());
+        assert!(s.linear_velocity.length() < 1e-3, "{}: still moving at {}", solver.backend(), s.linear_velocity);
+    }
+}
+
+/// Joints that cannot hold are refused with a typed error, and the world is left unchanged.
+#[test]
+fn bad_joints_are_refused() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let other = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1)).position(Vec3::X)).unwrap();
+    let bob = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::NEG_Y)).unwrap();
+    let nowhere = BodyHandle::from_index(99);
+    assert!(matches!(world.add_joint(JointDesc::spherical(p, nowhere, Vec3::ZERO)), Err(Error::InvalidHandle { .. })));
+    assert!(matches!(world.add_joint(JointDesc::spherical(bob, bob, Vec3::ZERO)), Err(Error::InvalidJoint { .. })));
+    assert!(matches!(world.add_joint(JointDesc::fixed(p, other, Vec3::ZERO)), Err(Error::InvalidJoint { .. })));
+    assert!(matches!(world.add_joint(JointDesc::spherical(p, bob, Vec3::NAN)), Err(Error::NonFinite { .. })));
+    assert!(matches!(
+        world.add_joint(JointDesc::revolute(p, bob, Vec3::ZERO, Vec3::ZERO)),
+        Err(Error::InvalidJoint { .. })
+    ));
+    assert!(matches!(
+        world.add_joint(JointDesc::revolute(p, bob, Vec3::ZERO, Vec3::new(f32::INFINITY, 0.0, 0.0))),
+        Err(Error::NonFinite { .. })
+    ));
+    assert_eq!(world.joint_count(), 0);
+    let hinge = world.add_joint(JointDesc::revolute(p, bob, Vec3::ZERO, Vec3::new(0.0, 0.0, 3.0))).unwrap();
+    assert_eq!(world.joint(hinge).unwrap().kind, signorini::JointKind::Revolute { axis: Vec3::Z });
+    for hertz in [0.0, -1.0, f32::NAN] {
+        let mut desc = WorldDesc::default();
+        desc.solver.joint_hertz = hertz;
+        assert!(World::new(desc).is_err(), "joint hertz {hertz} accepted");
+    }
+}
+
+/// Joints of every kind among contacts: a hinged chain of six boxes swinging down from a
+/// fixed body (the corners of neighbouring links meet as it bends), two boxes welded together
+/// falling onto the floor, and a ball-jointed pendulum. After 2 s the GPU's bodies are where the CPU's are
+/// within 1 mm, and the mean difference is under 0.1 mm (the two round differently in the last
+/// bits, see `cpu_gpu.rs`).
+#[test]
+fn cpu_and_gpu_agree_on_jointed_bodies() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut world = world();
+    world.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+    let top = world
+        .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::splat(0.05))).position(Vec3::new(0.0, 1.5, 0.0)))
+        .unwrap();
+    let mut previous = top;
+    for i in 0..6 {
+        let x = 0.1 + 0.25 * i as f32 + 0.1;
+        let link = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.1, 0.04, 0.04))).position(Vec3::new(x, 1.5, 0.0)),
+            )
+            .unwrap();
+        world.add_joint(JointDesc::revolute(previous, link, Vec3::new(x - 0.125, 1.5, 0.0), Vec3::Z)).unwrap();
+        previous = link;
+    }
+    let a = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-1.0, 0.5, 0.0)))
+        .unwrap();
+    let b = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.05, 0.05)))
+                .position(Vec3::new(-1.0, 0.75, 0.0))
+                .orientation(Quat::from_rotation_y(0.4)),
+        )
+        .unwrap();
+    world.add_joint(JointDesc::fixed(a, b, Vec3::new(-1.0, 0.65, 0.0))).unwrap();
+    let pivot = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.02)).position(Vec3::new(0.8, 2.5, 0.5))).unwrap();
+    let bob = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(0.8, 2.5, -0.7))).unwrap();
+    world.add_joint(JointDesc::spherical(pivot, bob, Vec3::new(0.8, 2.5, 0.5))).unwrap();
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+    cpu.step_many(120);
+    gpu.step_many(120);
+    let (c, g) = (cpu.body_states().unwrap(), gpu.body_states().unwrap());
+    let differences: Vec<f32> = c.iter().zip(&g).map(|(c, g)| (c.position - g.position).length()).collect();
+    let worst = differences.iter().copied().fold(0.0, f32::max);
+    let mean = differences.iter().sum::<f32>() / differences.len() as f32;
+    eprintln!(
+        "jointed bodies: worst difference {worst:.2e} m, mean {mean:.2e} m; chain end at {}",
+        c[previous.index()].position
+    );
+    // The chain swung down (its links' corners meet as the hinges bend), the welded pair
+    // landed, and nothing fell through.
+    assert!(c[previous.index()].position.y < 1.2, "the chain did not swing down: {}", c[previous.index()].position);
+    assert!(c[a.index()].position.y < 0.2, "the welded pair did not land: {}", c[a.index()].position);
+    assert!(c.iter().all(|s| s.position.y > -0.01), "a body fell through the floor");
+    assert!(worst < 1e-3, "GPU and CPU {worst} m apart");
+    assert!(mean < 1e-4, "GPU and CPU {mean} m apart on average");
+}
