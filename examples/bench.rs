@@ -44,6 +44,9 @@ enum Scene {
     ManyPyramids,
     /// 5,120 copies of a 32-point hull dropped in a column (`--bodies` ignored).
     ConvexPile,
+    /// A 100 x 100 net of spheres on 19,701 ball joints hanging from its top row (`--bodies`
+    /// ignored).
+    JointGrid,
     /// `--bodies` particles of radius 1 cm poured into an SDF bowl (no rigid bodies).
     ParticleBowl,
     /// The particle bowl with one wooden box per 100 particles dropped on top, meeting them.
@@ -327,6 +330,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         },
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
+        Scene::JointGrid => scenes::joint_grid(desc),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
     }?;
@@ -699,8 +703,31 @@ mod rapier_side {
                 .linear_damping(body.linear_damping)
                 .angular_damping(body.angular_damping)
                 .can_sleep(false);
-            let collider = collider(body).ok_or("rapier could not build a convex hull")?;
+            let mut collider = collider(body).ok_or("rapier could not build a convex hull")?;
+            if !desc.solver.body_contacts {
+                // Bodies meet the planes only, as signorini's `body_contacts: false` has it.
+                collider = collider.collision_groups(rp::InteractionGroups::new(
+                    rp::Group::GROUP_1,
+                    rp::Group::GROUP_2,
+                    rp::InteractionTestMode::And,
+                ));
+            }
             handles.push((w.insert(rb, collider).0, i));
+        }
+        for k in 0..world.joint_count() {
+            let joint = world.joint(signorini::JointHandle::from_index(k))?;
+            if joint.kind != signorini::JointKind::Spherical {
+                return Err("the Rapier side builds ball joints only".into());
+            }
+            let local = |b: BodyHandle| -> Result<rp::Vector, signorini::Error> {
+                let body = world.body(b)?;
+                Ok(v(body.orientation.inverse() * (joint.anchor - body.position)))
+            };
+            let ball = rp::SphericalJointBuilder::new()
+                .local_anchor1(local(joint.body_a)?)
+                .local_anchor2(local(joint.body_b)?)
+                .softness(rp::SpringCoefficients::new(desc.solver.joint_hertz, desc.solver.joint_damping_ratio));
+            w.impulse_joints.insert(handles[joint.body_a.index()].0, handles[joint.body_b.index()].0, ball, true);
         }
         for k in 0..world.plane_count() {
             let plane = world.plane(PlaneHandle::from_index(k))?;
@@ -709,7 +736,12 @@ mod rapier_side {
                 rp::ColliderBuilder::new(shape)
                     .translation(v(plane.normal * plane.offset))
                     .friction(plane.material.friction)
-                    .restitution(plane.material.restitution),
+                    .restitution(plane.material.restitution)
+                    .collision_groups(rp::InteractionGroups::new(
+                        rp::Group::GROUP_2,
+                        rp::Group::ALL,
+                        rp::InteractionTestMode::And,
+                    )),
             );
         }
         let states = |w: &rp::PhysicsWorld| -> Vec<BodyState> {

@@ -33,6 +33,7 @@ if [[ $quick == --quick ]]; then
   run pile-1000 120 --scene pile --bodies 1000 "${gpu[@]}"
   run large-pyramid 120 --scene pyramid --bodies 20 "${gpu[@]}"
   run particle-bowl-10000 120 --scene particle-bowl --bodies 10000 "${gpu[@]}"
+  run joint-grid 120 --scene joint-grid --iterations 1 "${gpu[@]}"
   run cpu-pile-1000-vs-rapier 120 --scene pile --bodies 1000 --backend cpu --cpu-threads 2 \
     --compare rapier --rapier-threads 2 --warmup 5 --steps 5
 else
@@ -48,6 +49,7 @@ else
   run pile-10000 40 --scene pile --bodies 10000 "${gpu[@]}" --warmup 60 --steps 120
   run many-pyramids 40 --scene many-pyramids "${gpu[@]}" --warmup 60 --steps 120
   run convex-pile 40 --scene convex-pile "${gpu[@]}" --warmup 60 --steps 120
+  run joint-grid 40 --scene joint-grid --iterations 1 "${gpu[@]}" --warmup 60 --steps 120
   for n in 100000 1000000; do
     run "particle-bowl-$n" 60 --scene particle-bowl --bodies "$n" "${gpu[@]}" --warmup 30 --steps 60
   done

@@ -1,6 +1,11 @@
 //! Joints: bilateral constraints between two bodies, solved with the contacts in every substep
 //! as soft constraints (the soft step of the contacts, with [`SolverSettings::joint_hertz`]
-//! and [`SolverSettings::joint_damping_ratio`]), warm started from step to step.
+//! and [`SolverSettings::joint_damping_ratio`]) in the biased solve and as rigid ones in the
+//! relax iterations, warm started from step to step. Under
+//! [`Stabilization::Baumgarte`](crate::Stabilization::Baumgarte), which has no relax
+//! iterations, they are soft only. A hinge measures how far its axes have parted by their
+//! cross product, which pulls back hardest at a right angle and not at all when they point
+//! opposite ways: it corrects the small errors a step makes, not a hinge wrenched apart.
 //!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
@@ -86,6 +91,11 @@ impl JointDesc {
 pub struct JointHandle(pub(crate) u32);
 
 impl JointHandle {
+    /// The handle of the joint with this index (the `index`-th joint added to its world).
+    pub fn from_index(index: usize) -> Self {
+        Self(index as u32)
+    }
+
     /// The joint's index in its world.
     pub fn index(self) -> usize {
         self.0 as usize

@@ -217,6 +217,48 @@ pub fn many_pyramids(desc: WorldDesc) -> Result<World> {
     Ok(world)
 }
 
+/// `joint_grid`: a 100 x 100 grid of spheres of radius 0.4, density 1000, 1 m apart in the
+/// xy-plane (body `(k, i)` at `(k, -i, 0)`, row 0 static), each joined to the one above it and
+/// the one to its left by a ball joint halfway between them: 10,000 spheres and 19,701 joints.
+/// The benchmark set lists 19,800: its 99 joints between two static bodies of row 0 hold
+/// nothing, and a world refuses them. The spheres do not collide (`body_contacts` off), and
+/// there is no ground. The grid falls and swings as a net hanging from its top row.
+pub fn joint_grid(mut desc: WorldDesc) -> Result<World> {
+    desc.solver.body_contacts = false;
+    let mut world = World::new(desc)?;
+    let n = 100;
+    let mut handles = Vec::with_capacity(n * n);
+    for k in 0..n {
+        for i in 0..n {
+            let position = Vec3::new(k as f32, -(i as f32), 0.0);
+            let shape = Shape::sphere(0.4);
+            let body = if i == 0 { RigidBodyDesc::fixed(shape) } else { RigidBodyDesc::dynamic(shape).density(1000.0) };
+            handles.push(world.add_body(body.position(position))?);
+        }
+    }
+    let at = |k: usize, i: usize| handles[k * n + i];
+    for k in 0..n {
+        for i in 0..n {
+            let position = Vec3::new(k as f32, -(i as f32), 0.0);
+            if i > 0 {
+                world.add_joint(crate::JointDesc::spherical(
+                    at(k, i - 1),
+                    at(k, i),
+                    position + Vec3::new(0.0, 0.5, 0.0),
+                ))?;
+            }
+            if k > 0 && i > 0 {
+                world.add_joint(crate::JointDesc::spherical(
+                    at(k - 1, i),
+                    at(k, i),
+                    position - Vec3::new(0.5, 0.0, 0.0),
+                ))?;
+            }
+        }
+    }
+    Ok(world)
+}
+
 /// `convex_pile`: 8 x 8 x 80 copies of the 32-point benchmark hull (5,120), density 1000,
 /// friction 0.6, over the ground with G = 250.
 pub fn convex_pile(desc: WorldDesc) -> Result<World> {

@@ -142,7 +142,8 @@ pub struct SolverSettings {
     /// lists grow at once, and it ignores it.
     pub gpu_contacts_per_body: u32,
     /// Stiffness of joints, Hz: each joint is a soft constraint of this frequency in the
-    /// biased solve, and rigid in the relax iterations (see [`crate::joint`]). Default 60.
+    /// biased solve, and rigid in the relax iterations (none under Baumgarte; see
+    /// [`crate::joint`]). Default 60.
     /// Clamped to a quarter of the substep rate, as the contacts are. At least
     /// [`MIN_CONTACT_HERTZ`].
     pub joint_hertz: f32,

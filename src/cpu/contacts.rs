@@ -1823,9 +1823,10 @@ impl Drop for Poison<'_> {
 }
 
 /// A slice that the threads of [`solve_colors_shared`] share, each touching the parts and at
-/// the times that the pass's counters give it.
+/// the times that the pass's counters give it (and the bodies that the threads of one joint
+/// color share, each writing only its joints' dynamic bodies: `cpu::joints`).
 #[derive(Clone, Copy)]
-struct Shared<'a, T> {
+pub(crate) struct Shared<'a, T> {
     ptr: *mut T,
     len: usize,
     slice: PhantomData<&'a mut [T]>,
@@ -1837,7 +1838,7 @@ unsafe impl<T: Send> Send for Shared<'_, T> {}
 unsafe impl<T: Send + Sync> Sync for Shared<'_, T> {}
 
 impl<'a, T> Shared<'a, T> {
-    fn new(s: &'a mut [T]) -> Self {
+    pub(crate) fn new(s: &'a mut [T]) -> Self {
         Self { ptr: s.as_mut_ptr(), len: s.len(), slice: PhantomData }
     }
 
@@ -1845,7 +1846,7 @@ impl<'a, T> Shared<'a, T> {
     ///
     /// # Safety
     /// No thread writes any of them while the result lives.
-    unsafe fn slice(&self, range: std::ops::Range<usize>) -> &[T] {
+    pub(crate) unsafe fn slice(&self, range: std::ops::Range<usize>) -> &[T] {
         assert!(range.start <= range.end && range.end <= self.len);
         // SAFETY: in bounds (checked); the rest is the caller's.
         unsafe { std::slice::from_raw_parts(self.ptr.add(range.start), range.end - range.start) }
@@ -1856,7 +1857,7 @@ impl<'a, T> Shared<'a, T> {
     /// # Safety
     /// No other thread reads or writes it while the result lives.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn item_mut(&self, i: usize) -> &mut T {
+    pub(crate) unsafe fn item_mut(&self, i: usize) -> &mut T {
         assert!(i < self.len);
         // SAFETY: in bounds (checked); the rest is the caller's.
         unsafe { &mut *self.ptr.add(i) }
@@ -1877,7 +1878,7 @@ impl<'a, T> Shared<'a, T> {
 /// The fewest manifolds per task when a stage splits its work over threads, and per run of a
 /// color when the colored passes do ([`solve_colors_shared`]); those passes stay on one thread
 /// when all the colors together hold fewer than twice as many manifolds.
-const PARALLEL_RUN: usize = 48;
+pub(crate) const PARALLEL_RUN: usize = 48;
 
 /// Manifolds of one color, or a run of them, in `colored` order: the manifolds, their
 /// impulses, heads and prepared data (see `ContactState`).

@@ -7,11 +7,14 @@
 //! by [`StepParams::joint_bias_rate`]) and rigid in the relax iterations. The angular block is
 //! solved first, then the point. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
-//! The joints of one color share no dynamic body, so solving them in order is the GPU's
-//! parallel sweep of that color.
+//! The joints of one color share no dynamic body, so solving them in order, or on the worker
+//! threads, is the GPU's parallel sweep of that color.
 
 use glam::{Mat3, Quat, Vec3};
 
+use rayon::prelude::*;
+
+use super::contacts::{PARALLEL_RUN, Shared};
 use crate::layout::{GpuBody, GpuJoint, GpuSolverBody, JOINT_FIXED, JOINT_REVOLUTE, StepParams};
 use crate::math::{mat3_inverse, quat_mul, rotate, tangent_basis};
 
@@ -78,14 +81,50 @@ fn acting_angular(j: &GpuJoint, a: &Side) -> Vec3 {
 }
 
 /// Every substep, before the solve: the accumulated impulses applied at the anchors as they
-/// are now.
-pub(crate) fn warm_start(joints: &mut [GpuJoint], bodies: &mut [GpuBody], solver_bodies: &[GpuSolverBody]) {
-    for j in joints {
+/// are now, color by color.
+pub(crate) fn warm_start(
+    joints: &mut [GpuJoint],
+    colors: &[u32],
+    bodies: &mut [GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    parallel: bool,
+) {
+    by_color(joints, colors, bodies, solver_bodies, parallel, &|j, a, b| warm_start_joint(j, a, b));
+}
+
+/// Runs `f` on every joint with its two sides, color by color, and writes the sides' velocities
+/// back. The joints of a color share no dynamic body, so with `parallel` a color's joints run
+/// on the worker threads, with the same results as in order.
+fn by_color(
+    joints: &mut [GpuJoint],
+    colors: &[u32],
+    bodies: &mut [GpuBody],
+    solver_bodies: &[GpuSolverBody],
+    parallel: bool,
+    f: &(dyn Fn(&mut GpuJoint, &mut Side, &mut Side) + Sync),
+) {
+    let shared = Shared::new(bodies);
+    let one = |j: &mut GpuJoint| {
         let (ia, ib) = (j.body_a as usize, j.body_b as usize);
-        let (mut a, mut b) = (side(&bodies[ia], &solver_bodies[ia]), side(&bodies[ib], &solver_bodies[ib]));
-        warm_start_joint(j, &mut a, &mut b);
-        store(&mut bodies[ia], &a);
-        store(&mut bodies[ib], &b);
+        // SAFETY: within a color no other joint has `ia` or `ib` as a dynamic body, and only
+        // dynamic bodies are written (`store`): a static or kinematic side is only read, by
+        // every joint of the color that has it.
+        let (ba, bb) = unsafe { (shared.slice(ia..ia + 1)[0], shared.slice(ib..ib + 1)[0]) };
+        let (mut a, mut b) = (side(&ba, &solver_bodies[ia]), side(&bb, &solver_bodies[ib]));
+        f(j, &mut a, &mut b);
+        // SAFETY: as above; each is written by this joint alone.
+        unsafe {
+            store(shared.item_mut(ia), &a);
+            store(shared.item_mut(ib), &b);
+        }
+    };
+    for range in colors.windows(2) {
+        let color = &mut joints[range[0] as usize..range[1] as usize];
+        if parallel && color.len() >= 2 * PARALLEL_RUN {
+            color.par_iter_mut().with_min_len(PARALLEL_RUN).for_each(one);
+        } else {
+            color.iter_mut().for_each(one);
+        }
     }
 }
 
@@ -106,17 +145,13 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
 pub(crate) fn solve(
     p: &StepParams,
     joints: &mut [GpuJoint],
+    colors: &[u32],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
+    parallel: bool,
     use_bias: bool,
 ) {
-    for j in joints {
-        let (ia, ib) = (j.body_a as usize, j.body_b as usize);
-        let (mut a, mut b) = (side(&bodies[ia], &solver_bodies[ia]), side(&bodies[ib], &solver_bodies[ib]));
-        solve_joint(p, j, &mut a, &mut b, use_bias);
-        store(&mut bodies[ia], &a);
-        store(&mut bodies[ib], &b);
-    }
+    by_color(joints, colors, bodies, solver_bodies, parallel, &|j, a, b| solve_joint(p, j, a, b, use_bias));
 }
 
 fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use_bias: bool) {
