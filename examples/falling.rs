@@ -16,7 +16,7 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::prelude::*;
-use signorini::scenes::{FallingBodies, bench_desc, falling_bodies, pyramid, rain};
+use signorini::scenes::{FallingBodies, bench_desc, falling_bodies, joint_grid, pyramid, rain};
 
 /// The scenes this example runs.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -27,6 +27,9 @@ enum Scene {
     LargePyramid,
     /// A rain of `--bodies` mixed shapes into a walled box.
     Rain,
+    /// A 100 x 100 net of spheres on 19,701 ball joints, hanging from its top row
+    /// (`--bodies` ignored).
+    JointGrid,
 }
 
 #[derive(Parser)]
@@ -66,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let mut desc = match args.scene {
         Scene::Falling => WorldDesc::default(),
-        Scene::LargePyramid | Scene::Rain => bench_desc(),
+        Scene::LargePyramid | Scene::Rain | Scene::JointGrid => bench_desc(),
     };
     desc.solver.body_contacts = !args.planes_only;
     if let Some(n) = args.cpu_threads {
@@ -79,6 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?,
         Scene::LargePyramid => pyramid(desc, 100)?.0,
         Scene::Rain => rain(desc, args.bodies, 1)?,
+        Scene::JointGrid => joint_grid(desc)?,
     };
     let (mut solver, software) = common::solver(&world, args.cpu)?;
     println!("backend: {}", solver.backend());
