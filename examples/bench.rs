@@ -724,6 +724,7 @@ mod rapier_side {
                 Ok(v(body.orientation.inverse() * (joint.anchor - body.position)))
             };
             let ball = rp::SphericalJointBuilder::new()
+                .contacts_enabled(joint.collide)
                 .local_anchor1(local(joint.body_a)?)
                 .local_anchor2(local(joint.body_b)?)
                 .softness(rp::SpringCoefficients::new(desc.solver.joint_hertz, desc.solver.joint_damping_ratio));

@@ -282,8 +282,19 @@ fn spheres_within_margin(a: u32, b: u32) -> bool {
     return length3(bb.position - ba.position) - (sphere_a + sphere_b) < pair_margin(ba, bb, aabb_min(a).w, aabb_min(b).w);
 }
 
+// Whether a joint keeps bodies a and b from colliding: b in a's list. Twin of `no_contact`.
+fn no_contact(a: u32, b: u32) -> bool {
+    let pr = props[a];
+    for (var k = 0u; k < pr.no_contact_count; k++) {
+        if topology[pr.no_contact_first + k] == b {
+            return true;
+        }
+    }
+    return false;
+}
+
 fn is_pair(a: u32, b: u32) -> bool {
-    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b) && spheres_within_margin(a, b);
+    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b) && spheres_within_margin(a, b) && !no_contact(a, b);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -10,7 +10,9 @@
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
 //! graph-colored once when a solver is built, so that no two joints of one color share a
-//! dynamic body, and each color is one parallel sweep.
+//! dynamic body, and each color is one parallel sweep. Two jointed bodies do not collide with
+//! each other unless the joint says so ([`JointDesc::colliding`]): the broad phase passes
+//! over their pair.
 //!
 //! [`SolverSettings::joint_hertz`]: crate::SolverSettings::joint_hertz
 //! [`SolverSettings::joint_damping_ratio`]: crate::SolverSettings::joint_damping_ratio
@@ -47,22 +49,32 @@ pub struct JointDesc {
     pub anchor: Vec3,
     /// What the joint keeps.
     pub kind: JointKind,
+    /// Whether the two bodies still collide with each other. Default false: their shapes may
+    /// overlap at the joint, as a chain's links or a limb's bones do.
+    pub collide: bool,
 }
 
 impl JointDesc {
     /// A ball-and-socket joint at `anchor` (world frame).
     pub fn spherical(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Spherical }
+        Self { body_a, body_b, anchor, kind: JointKind::Spherical, collide: false }
     }
 
     /// A hinge at `anchor` turning about `axis` (world frame).
     pub fn revolute(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis } }
+        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis }, collide: false }
     }
 
     /// A weld holding the bodies' relative pose, its anchor at `anchor` (world frame).
     pub fn fixed(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Fixed }
+        Self { body_a, body_b, anchor, kind: JointKind::Fixed, collide: false }
+    }
+
+    /// The joint with its two bodies colliding with each other (`true`) or not (`false`, the
+    /// default).
+    pub fn colliding(mut self, collide: bool) -> Self {
+        self.collide = collide;
+        self
     }
 
     /// The joint with its axis normalized, after checking what does not need the world.

@@ -61,10 +61,11 @@ pub struct GpuBodyProps {
     pub slot_offset: u32,
     /// [`KIND_DYNAMIC`], [`KIND_STATIC`] or [`KIND_KINEMATIC`].
     pub kind: u32,
-    /// Unused.
-    pub _pad0: u32,
-    /// Unused.
-    pub _pad1: u32,
+    /// Where in `topology` the bodies this one does not collide with (joined to it by a joint
+    /// that keeps them from colliding) start, ascending.
+    pub no_contact_first: u32,
+    /// How many bodies this one does not collide with.
+    pub no_contact_count: u32,
     /// Friction coefficient.
     pub friction: f32,
     /// Restitution coefficient.
@@ -858,8 +859,22 @@ impl Packed {
         // A zero point: the core of a particle posed as a sphere for the narrow phase.
         let origin_point = tables.geometry.len() as u32;
         tables.geometry.push(Vec4::ZERO);
-        let ShapeTables { shapes, geometry, topology, .. } = tables;
+        let ShapeTables { shapes, geometry, mut topology, .. } = tables;
         let (joints, joint_colors) = pack_joints(world, &bodies);
+        // Each body's list of the bodies a joint keeps it from colliding with, after the shapes'
+        // topology.
+        let mut no_contact: Vec<Vec<u32>> = vec![Vec::new(); world.bodies.len()];
+        for joint in world.joints.iter().filter(|j| !j.collide) {
+            no_contact[joint.body_a.index()].push(joint.body_b.0);
+            no_contact[joint.body_b.index()].push(joint.body_a.0);
+        }
+        for (list, pr) in no_contact.iter_mut().zip(&mut props) {
+            list.sort_unstable();
+            list.dedup();
+            pr.no_contact_first = topology.len() as u32;
+            pr.no_contact_count = list.len() as u32;
+            topology.extend_from_slice(list);
+        }
         Self {
             params: StepParams { origin_point, ..StepParams::new(world, slot_count) },
             bodies,

@@ -10,8 +10,7 @@ fn world() -> World {
     common::world_with(Vec3::new(0.0, -9.81, 0.0))
 }
 
-/// A small static sphere at the origin to hang things from. Jointed bodies still collide, so
-/// what hangs from it starts clear of it.
+/// A small static sphere at the origin to hang things from.
 fn pivot(world: &mut World) -> BodyHandle {
     world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.01))).unwrap()
 }
@@ -151,10 +150,11 @@ fn a_hanging_chain_stretches_as_its_soft_joints_predict() {
 }
 
 /// The chain let go sideways swings down and whips (its last sphere passes 10 m/s): its
-/// mechanical energy never grows (the joints can only take energy, within 0.5 % for the
-/// rounding of the energy sum), and every joint's anchors stay within 3 cm of each other
-/// under the whip's tension of some 300 N, which opens these light joints (an effective mass
-/// of 0.023 kg across the chain, with lever arms twice the spheres' radius) by the most.
+/// mechanical energy never grows (the joints can only take energy, within 0.5 % of the chain's
+/// weight times a metre for the rounding of the energy sum), and every joint's anchors stay
+/// within 4 cm of each other (measured: 2.5 cm) under the whip's tension, which opens these
+/// light joints the most: their effective mass across the chain is 0.023 kg, with lever arms
+/// twice the spheres' radius, so 80 N opens one by 2.5 cm at 60 Hz.
 #[test]
 fn a_swinging_chain_keeps_together_and_loses_energy() {
     let (world, links, joints) = chain(true);
@@ -188,7 +188,7 @@ fn a_swinging_chain_keeps_together_and_loses_energy() {
             solver.backend()
         );
         assert!(fastest > 10.0, "{}: the chain's end reached only {fastest} m/s", solver.backend());
-        assert!(worst_gap < 0.03, "{}: anchors parted by {worst_gap} m", solver.backend());
+        assert!(worst_gap < 0.04, "{}: anchors parted by {worst_gap} m", solver.backend());
         // The energy starts at 0 (every sphere at y = 0): compare with the chain's weight times 1 cm.
         assert!(
             most_energy - start < 0.005 * 5.0 * 9.81,
@@ -312,7 +312,7 @@ fn bad_joints_are_refused() {
 }
 
 /// Joints of every kind among contacts: a hinged chain of six boxes swinging down from a
-/// fixed body (the corners of neighbouring links meet as it bends), two boxes welded together
+/// fixed body (each link meeting the links beyond its neighbours), two boxes welded together
 /// falling onto the floor, two ball-jointed pendulums on one fixed pivot, and a box hinged to
 /// a turning kinematic paddle. After 2 s the GPU's bodies are where the CPU's are within
 /// 0.2 mm, and the mean difference is under 0.02 mm (the two round differently in the last
@@ -379,8 +379,7 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
         "jointed bodies: worst difference {worst:.2e} m, mean {mean:.2e} m; chain end at {}",
         c[previous.index()].position
     );
-    // The chain swung down (its links' corners meet as the hinges bend), the welded pair
-    // landed, and nothing fell through.
+    // The chain swung down, the welded pair landed, and nothing fell through.
     assert!(c[previous.index()].position.y < 1.2, "the chain did not swing down: {}", c[previous.index()].position);
     assert!(c[a.index()].position.y < 0.2, "the welded pair did not land: {}", c[a.index()].position);
     assert!(c.iter().all(|s| s.position.y > -0.01), "a body fell through the floor");
@@ -388,4 +387,51 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
     assert!(mean < 2e-5, "GPU and CPU {mean} m apart on average");
     // The flap went round with the paddle.
     assert!((c[flap.index()].position - Vec3::new(-2.15, 1.75, 0.0)).length() > 0.2, "the flap stayed put");
+}
+
+/// Two boxes overlapping by 20 cm, welded where they overlap, resting on the floor: by default
+/// the broad phase passes over their pair, and they rest as one body (the smaller box within
+/// 1 mm of where it was welded, both at rest); with `colliding(true)` the pair is a candidate
+/// again. On both backends.
+#[test]
+fn jointed_bodies_do_not_collide_unless_asked() {
+    let build = |collide: bool| {
+        let mut world = world();
+        world.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+        let a = world
+            .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, 0.5, 0.0)))
+            .unwrap();
+        let b = world
+            .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.3))).position(Vec3::new(0.6, 0.8, 0.0)))
+            .unwrap();
+        world.add_joint(JointDesc::fixed(a, b, Vec3::new(0.4, 0.7, 0.0)).colliding(collide)).unwrap();
+        (world, a, b)
+    };
+    let (world, a, b) = build(false);
+    let pair = [a.index() as u32, b.index() as u32];
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    cpu.step_many(60);
+    assert!(!cpu.candidate_pairs().contains(&pair), "the CPU's broad phase kept the welded pair");
+    let mut results = vec![("cpu".to_string(), cpu.body_states().unwrap())];
+    if let Some(ctx) = common::gpu() {
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        gpu.step_many(60);
+        assert!(!gpu.candidate_pairs().unwrap().contains(&pair), "the GPU's broad phase kept the welded pair");
+        results.push((gpu.backend(), gpu.body_states().unwrap()));
+    }
+    for (backend, states) in results {
+        let moved = (states[b.index()].position - Vec3::new(0.6, 0.8, 0.0)).length();
+        eprintln!("{backend}: the welded box moved {moved:.2e} m");
+        assert!(moved < 1e-3, "{backend}: the welded box moved {moved} m");
+        assert!(states.iter().all(|s| s.linear_velocity.length() < 1e-2), "{backend}: not at rest");
+    }
+    let (world, _, _) = build(true);
+    let mut cpu = CpuSolver::new(&world).unwrap();
+    cpu.step();
+    assert!(cpu.candidate_pairs().contains(&pair), "colliding(true) lost the pair");
+    if let Some(ctx) = common::gpu() {
+        let mut gpu = GpuSolver::new(ctx, &world).unwrap();
+        gpu.step();
+        assert!(gpu.candidate_pairs().unwrap().contains(&pair), "colliding(true) lost the pair on the GPU");
+    }
 }

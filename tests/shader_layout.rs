@@ -68,7 +68,18 @@ fn host_structs_match_wgsl_layout() {
         &module,
         "BodyProps",
         GpuBodyProps,
-        [inv_inertia, shape, slot_offset, kind, _pad0, _pad1, friction, restitution, linear_damping, angular_damping]
+        [
+            inv_inertia,
+            shape,
+            slot_offset,
+            kind,
+            no_contact_first,
+            no_contact_count,
+            friction,
+            restitution,
+            linear_damping,
+            angular_damping
+        ]
     );
     check_struct!(
         &module,

@@ -162,6 +162,8 @@ pub(crate) struct ContactState {
     /// The fewest manifolds per task when a color's pass is split over threads
     /// ([`PARALLEL_RUN`]; tests shorten it so that small scenes split too).
     pub run: usize,
+    /// Whether a joint keeps some pair of bodies from colliding (`no_contact`).
+    pub no_contact: bool,
 }
 
 impl ContactState {
@@ -705,7 +707,7 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     if grid.brute_force {
         for i in 0..n {
             for j in i + 1..n {
-                if overlaps(w, cs, i, j) {
+                if overlaps(w, cs, i, j) && !no_contact(w, i as u32, j as u32) {
                     cs.pairs.push(GpuPair { a: i as u32, b: j as u32 });
                 }
             }
@@ -789,11 +791,22 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
         cs.pairs.extend_from_slice(run);
     }
     cs.pair_runs = found;
+    if cs.no_contact {
+        cs.pairs.retain(|p| !no_contact(w, p.a, p.b));
+    }
     if parallel {
         cs.pairs.par_sort_unstable();
     } else {
         cs.pairs.sort_unstable();
     }
+}
+
+/// Whether a joint keeps bodies `a` and `b` from colliding: `b` in `a`'s list. Twin of
+/// `no_contact` in shaders/broad_phase.wgsl, which `is_pair` checks; here the broad phase's
+/// pairs are filtered once they are found.
+fn no_contact(w: &BodyView, a: u32, b: u32) -> bool {
+    let pr = &w.props[a as usize];
+    w.topology[pr.no_contact_first as usize..][..pr.no_contact_count as usize].contains(&b)
 }
 
 /// Whether bodies `i` and `j` are a candidate pair: their AABBs overlap and one is dynamic.

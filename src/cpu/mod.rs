@@ -185,6 +185,7 @@ impl CpuSolver {
             .map(|pool| std::sync::Arc::new(std::sync::Mutex::new(pool)));
         let mut contacts_state = ContactState::new(grid);
         contacts_state.parallel = pool.is_some();
+        contacts_state.no_contact = props.iter().any(|p| p.no_contact_count > 0);
         Ok(Self {
             solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
             contacts: vec![GpuStaticContact::default(); slot_count as usize],
