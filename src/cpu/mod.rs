@@ -143,8 +143,6 @@ pub struct CpuSolver {
     joints: Vec<crate::layout::GpuJoint>,
     /// Where each joint color starts in `joints`, and one past the last.
     joint_colors: Vec<u32>,
-    /// What the joints' passes read that only positions change, per joint.
-    joint_prepared: Vec<joints::Prepared>,
 }
 
 impl CpuSolver {
@@ -207,7 +205,6 @@ impl CpuSolver {
             pool,
             simd: lanes::Simd::new(world.desc().solver.cpu_lanes),
             bounces: world.bodies_can_bounce(),
-            joint_prepared: vec![joints::Prepared::default(); joints.len()],
             joints,
             joint_colors,
         })
@@ -323,29 +320,6 @@ impl CpuSolver {
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
     }
 
-    /// The joints' preparation for the bodies' positions now ([`joints::Prepared`]).
-    fn prepare_joints(&mut self) {
-        let parallel = self.pool.is_some();
-        joints::prepare_positions(&self.joints, &mut self.joint_prepared, &self.bodies, &self.solver_bodies, parallel);
-    }
-
-    /// The joints' warm start (`None`), or one sweep over them, biased (`Some(true)`) or not,
-    /// reading the joints' preparation (`prepared`, see [`Self::prepare_joints`]) or making
-    /// it as it goes.
-    fn joint_pass(&mut self, solve: Option<bool>, prepared: bool) {
-        let sweep = joints::Sweep {
-            joints: &mut self.joints,
-            prepared: prepared.then_some(&self.joint_prepared[..]),
-            colors: &self.joint_colors,
-            solver_bodies: &self.solver_bodies,
-            parallel: self.pool.is_some(),
-        };
-        match solve {
-            None => joints::warm_start(sweep, &mut self.bodies),
-            Some(use_bias) => joints::solve(&self.params, sweep, &mut self.bodies, use_bias),
-        }
-    }
-
     /// One step on the calling thread (inside the pool, when there is one).
     fn step_here(&mut self) {
         let p = self.params;
@@ -377,19 +351,14 @@ impl CpuSolver {
             if bodies {
                 self.manifold_passes(Pass::WarmStart, 1);
             }
-            if joints {
-                self.joint_pass(None, false);
-            }
+            let parallel = self.pool.is_some();
+            joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, parallel);
             stages::solve_static(&mut self.buffers());
             if joints {
-                // Each iteration sweeps the joints, then the manifolds. Several sweeps at the
-                // same positions share one preparation.
-                let shared = p.iterations > 1;
-                if shared {
-                    self.prepare_joints();
-                }
+                // Each iteration sweeps the joints, then the manifolds.
                 for _ in 0..p.iterations {
-                    self.joint_pass(Some(true), shared);
+                    let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
+                    joints::solve(&p, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, true);
                     if bodies {
                         self.manifold_passes(Pass::Solve(true), 1);
                     }
@@ -426,12 +395,9 @@ impl CpuSolver {
             if p.relax_iterations > 0 {
                 stages::relax_static(&mut self.buffers());
                 if joints {
-                    let shared = p.relax_iterations > 1;
-                    if shared {
-                        self.prepare_joints();
-                    }
                     for _ in 0..p.relax_iterations {
-                        self.joint_pass(Some(false), shared);
+                        let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
+                        joints::solve(&p, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, false);
                         if bodies {
                             self.manifold_passes(Pass::Solve(false), 1);
                         }
