@@ -54,11 +54,39 @@ fn hinge_axis(j: Joint, a: Side) -> vec3<f32> {
 }
 
 fn acting_angular(j: Joint, a: Side) -> vec3<f32> {
-    if j.kind == JOINT_REVOLUTE {
+    if j.angular == JOINT_ANGULAR_HINGE {
         let axis = hinge_axis(j, a);
         return j.angular_impulse - axis * dot3(axis, j.angular_impulse);
     }
     return j.angular_impulse;
+}
+
+// Where a joint's linear part acts now (see `linear_frame` in src/cpu/joints.rs).
+struct LinearFrame {
+    ra: vec3<f32>,
+    rb: vec3<f32>,
+    separation: vec3<f32>,
+    lever_a: vec3<f32>,
+}
+
+fn linear_frame(j: Joint, a: Side, b: Side) -> LinearFrame {
+    let ra = rotate(a.q, j.local_anchor_a);
+    let rb = rotate(b.q, j.local_anchor_b);
+    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
+    var lever_a = ra;
+    if j.linear != JOINT_LINEAR_POINT {
+        lever_a = ra + separation;
+    }
+    return LinearFrame(ra, rb, separation, lever_a);
+}
+
+fn acting_linear(j: Joint, u: vec3<f32>) -> vec3<f32> {
+    if j.linear == JOINT_LINEAR_POINT {
+        return j.linear_impulse;
+    } else if j.linear == JOINT_LINEAR_LINE {
+        return j.linear_impulse - u * dot3(u, j.linear_impulse);
+    }
+    return u * dot3(u, j.linear_impulse);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -74,15 +102,16 @@ fn warm_start_joints(
     var j = joints[i];
     var a = load_side(j.body_a);
     var b = load_side(j.body_b);
-    let ra = rotate(a.q, j.local_anchor_a);
-    let rb = rotate(b.q, j.local_anchor_b);
-    let linear = j.linear_impulse;
+    let frame = linear_frame(j, a, b);
+    let u = rotate(a.q, j.local_linear_axis_a);
+    let linear = acting_linear(j, u);
+    j.linear_impulse = linear;
     let angular = acting_angular(j, a);
     j.angular_impulse = angular;
     a.v = a.v - a.inv_mass * linear;
-    a.w = a.w - mat3_mul(a.inv_inertia, cross3(ra, linear) + angular);
+    a.w = a.w - mat3_mul(a.inv_inertia, cross3(frame.lever_a, linear) + angular);
     b.v = b.v + b.inv_mass * linear;
-    b.w = b.w + mat3_mul(b.inv_inertia, cross3(rb, linear) + angular);
+    b.w = b.w + mat3_mul(b.inv_inertia, cross3(frame.rb, linear) + angular);
     joints[i] = j;
     store_side(j.body_a, a);
     store_side(j.body_b, b);
@@ -103,7 +132,7 @@ fn solve_joint(i: u32, use_bias: bool) {
     // The angular block.
     let k = a.inv_inertia + b.inv_inertia;
     var angular = vec3<f32>(0.0);
-    if j.kind == JOINT_REVOLUTE {
+    if j.angular == JOINT_ANGULAR_HINGE {
         let axis_a = hinge_axis(j, a);
         let axis_b = rotate(b.q, j.local_axis_b);
         let basis = tangent_basis(axis_a);
@@ -127,7 +156,7 @@ fn solve_joint(i: u32, use_bias: bool) {
         let l2 = -mass_scale * x2 - impulse_scale * dot3(t2, acting);
         angular = t1 * l1 + t2 * l2;
         j.angular_impulse = acting + angular;
-    } else if j.kind == JOINT_FIXED {
+    } else if j.angular == JOINT_ANGULAR_LOCKED {
         let held = quat_mul(a.q, j.reference);
         let e = quat_mul(b.q, vec4<f32>(-held.xyz, held.w));
         let sign = select(-2.0, 2.0, e.w >= 0.0);
@@ -139,22 +168,65 @@ fn solve_joint(i: u32, use_bias: bool) {
     }
     a.w = a.w - mat3_mul(a.inv_inertia, angular);
     b.w = b.w + mat3_mul(b.inv_inertia, angular);
-    // The point.
-    let ra = rotate(a.q, j.local_anchor_a);
-    let rb = rotate(b.q, j.local_anchor_b);
-    let cdot = (b.v + cross3(b.w, rb)) - (a.v + cross3(a.w, ra));
-    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
+    // The linear part.
+    let frame = linear_frame(j, a, b);
+    let ra = frame.ra;
+    let rb = frame.rb;
+    let separation = frame.separation;
+    let lever_a = frame.lever_a;
     let m = a.inv_mass + b.inv_mass;
-    let kp = mat3x3<f32>(
-        point_column(m, vec3<f32>(1.0, 0.0, 0.0), a, b, ra, rb),
-        point_column(m, vec3<f32>(0.0, 1.0, 0.0), a, b, ra, rb),
-        point_column(m, vec3<f32>(0.0, 0.0, 1.0), a, b, ra, rb),
-    );
-    let x = mat3_mul(mat3_inverse(kp), cdot + rate * separation);
-    let linear = -mass_scale * x - impulse_scale * j.linear_impulse;
-    j.linear_impulse = j.linear_impulse + linear;
+    var linear: vec3<f32>;
+    if j.linear == JOINT_LINEAR_POINT {
+        let cdot = (b.v + cross3(b.w, rb)) - (a.v + cross3(a.w, ra));
+        let kp = mat3x3<f32>(
+            point_column(m, vec3<f32>(1.0, 0.0, 0.0), a, b, ra, rb),
+            point_column(m, vec3<f32>(0.0, 1.0, 0.0), a, b, ra, rb),
+            point_column(m, vec3<f32>(0.0, 0.0, 1.0), a, b, ra, rb),
+        );
+        let x = mat3_mul(mat3_inverse(kp), cdot + rate * separation);
+        linear = -mass_scale * x - impulse_scale * j.linear_impulse;
+        j.linear_impulse = j.linear_impulse + linear;
+    } else {
+        let u = rotate(a.q, j.local_linear_axis_a);
+        let acting = acting_linear(j, u);
+        let line = j.linear == JOINT_LINEAR_LINE;
+        var t1 = u;
+        var t2 = vec3<f32>(0.0);
+        if line {
+            let basis = tangent_basis(u);
+            t1 = basis.t1;
+            t2 = basis.t2;
+        }
+        let ja1 = cross3(lever_a, t1);
+        let jb1 = cross3(rb, t1);
+        let ja2 = cross3(lever_a, t2);
+        let jb2 = cross3(rb, t2);
+        let ia1 = mat3_mul(a.inv_inertia, ja1);
+        let ib1 = mat3_mul(b.inv_inertia, jb1);
+        let ia2 = mat3_mul(a.inv_inertia, ja2);
+        let ib2 = mat3_mul(b.inv_inertia, jb2);
+        let dv = b.v - a.v;
+        let c1 = (dot3(t1, dv) + dot3(jb1, b.w) - dot3(ja1, a.w)) + rate * dot3(t1, separation);
+        let k11 = m + dot3(ja1, ia1) + dot3(jb1, ib1);
+        if line {
+            let c2 = (dot3(t2, dv) + dot3(jb2, b.w) - dot3(ja2, a.w)) + rate * dot3(t2, separation);
+            let k12 = dot3(ja1, ia2) + dot3(jb1, ib2);
+            let k22 = m + dot3(ja2, ia2) + dot3(jb2, ib2);
+            let det = k11 * k22 - k12 * k12;
+            let inv_det = select(0.0, 1.0 / det, det > 0.0);
+            let x1 = (k22 * c1 - k12 * c2) * inv_det;
+            let x2 = (k11 * c2 - k12 * c1) * inv_det;
+            let l1 = -mass_scale * x1 - impulse_scale * dot3(t1, acting);
+            let l2 = -mass_scale * x2 - impulse_scale * dot3(t2, acting);
+            linear = t1 * l1 + t2 * l2;
+        } else {
+            let x = select(0.0, c1 / k11, k11 > 0.0);
+            linear = t1 * (-mass_scale * x - impulse_scale * dot3(t1, acting));
+        }
+        j.linear_impulse = acting + linear;
+    }
     a.v = a.v - a.inv_mass * linear;
-    a.w = a.w - mat3_mul(a.inv_inertia, cross3(ra, linear));
+    a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear));
     b.v = b.v + b.inv_mass * linear;
     b.w = b.w + mat3_mul(b.inv_inertia, cross3(rb, linear));
     joints[i] = j;

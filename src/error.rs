@@ -44,8 +44,8 @@ pub enum Error {
         /// What makes it degenerate.
         reason: String,
     },
-    /// A joint that cannot hold: both sides the same body, neither side dynamic, a hinge
-    /// axis of no length.
+    /// A joint that cannot hold: both sides the same body, neither side dynamic, an axis or
+    /// normal of no length.
     #[error("invalid joint: {reason}")]
     InvalidJoint {
         /// What is wrong with it.

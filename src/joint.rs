@@ -7,6 +7,11 @@
 //! cross product, which pulls back hardest at a right angle and not at all when they point
 //! opposite ways: it corrects the small errors a step makes, not a hinge wrenched apart.
 //!
+//! Each joint is a linear part and an angular part, as the joint formulations of the lecture
+//! notes combine them: B's anchor held at A's (a point, 0 linear DOF), on a line through it (1)
+//! or in a plane through it (2), the line and plane turning with A; and the relative rotation
+//! free (3 angular DOF), about one common axis only (a hinge, 1) or locked (0).
+//!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
 //! graph-colored once when a solver is built, so that no two joints of one color share a
@@ -36,6 +41,18 @@ pub enum JointKind {
     },
     /// Weld: the bodies keep their initial relative pose (six constraints).
     Fixed,
+    /// Slider: the bodies keep their relative rotation, and B's anchor moves only along the
+    /// line through A's anchor in the direction `axis`, which turns with A (five constraints).
+    Prismatic {
+        /// The line's direction, world frame at the bodies' initial poses (any length but zero).
+        axis: Vec3,
+    },
+    /// Point on plane: B's anchor moves only in the plane through A's anchor with the normal
+    /// `normal`, which turns with A, and the bodies turn freely (one constraint).
+    PointOnPlane {
+        /// The plane's normal, world frame at the bodies' initial poses (any length but zero).
+        normal: Vec3,
+    },
 }
 
 /// A joint between two bodies of one world, at least one of them dynamic.
@@ -70,6 +87,16 @@ impl JointDesc {
         Self { body_a, body_b, anchor, kind: JointKind::Fixed, collide: false }
     }
 
+    /// A slider along `axis` through `anchor` (world frame).
+    pub fn prismatic(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
+        Self { body_a, body_b, anchor, kind: JointKind::Prismatic { axis }, collide: false }
+    }
+
+    /// B's anchor held in the plane through `anchor` with the normal `normal` (world frame).
+    pub fn point_on_plane(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, normal: Vec3) -> Self {
+        Self { body_a, body_b, anchor, kind: JointKind::PointOnPlane { normal }, collide: false }
+    }
+
     /// The joint with its two bodies colliding with each other (`true`) or not (`false`, the
     /// default).
     pub fn colliding(mut self, collide: bool) -> Self {
@@ -83,14 +110,19 @@ impl JointDesc {
         if self.body_a == self.body_b {
             return Err(Error::InvalidJoint { reason: format!("both sides are body {}", self.body_a.index()) });
         }
+        let direction = |what: &'static str, axis: Vec3| -> Result<Vec3> {
+            check_finite(what, axis, axis.is_finite())?;
+            let length = axis.length();
+            if length <= 1e-6 {
+                return Err(Error::InvalidJoint { reason: format!("the {what} {axis} has no direction") });
+            }
+            Ok(axis / length)
+        };
         let kind = match self.kind {
-            JointKind::Revolute { axis } => {
-                check_finite("joint axis", axis, axis.is_finite())?;
-                let length = axis.length();
-                if length <= 1e-6 {
-                    return Err(Error::InvalidJoint { reason: format!("the hinge axis {axis} has no direction") });
-                }
-                JointKind::Revolute { axis: axis / length }
+            JointKind::Revolute { axis } => JointKind::Revolute { axis: direction("joint axis", axis)? },
+            JointKind::Prismatic { axis } => JointKind::Prismatic { axis: direction("joint axis", axis)? },
+            JointKind::PointOnPlane { normal } => {
+                JointKind::PointOnPlane { normal: direction("joint plane normal", normal)? }
             }
             other => other,
         };

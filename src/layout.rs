@@ -461,16 +461,22 @@ pub struct GpuStats {
 }
 const _: () = assert!(size_of::<GpuStats>() == 16);
 
-/// `kind` of a ball-and-socket joint.
-pub const JOINT_SPHERICAL: u32 = 0;
-/// `kind` of a hinge.
-pub const JOINT_REVOLUTE: u32 = 1;
-/// `kind` of a weld.
-pub const JOINT_FIXED: u32 = 2;
+/// `angular` of a joint that leaves the bodies' relative rotation free (3 angular DOF).
+pub const JOINT_ANGULAR_FREE: u32 = 0;
+/// `angular` of a joint that lets the bodies turn about one common axis only (a hinge).
+pub const JOINT_ANGULAR_HINGE: u32 = 1;
+/// `angular` of a joint that holds the bodies' relative rotation (0 angular DOF).
+pub const JOINT_ANGULAR_LOCKED: u32 = 2;
+/// `linear` of a joint that holds the anchors together (0 linear DOF).
+pub const JOINT_LINEAR_POINT: u32 = 0;
+/// `linear` of a joint that lets B's anchor move along a line through A's (1 linear DOF).
+pub const JOINT_LINEAR_LINE: u32 = 1;
+/// `linear` of a joint that lets B's anchor move in a plane through A's (2 linear DOF).
+pub const JOINT_LINEAR_PLANE: u32 = 2;
 
 /// A joint: its bodies and frames (constant), its centres' offset at the start of the step
 /// (prepared each step) and its accumulated impulses (warm started). Anchors and axes are in
-/// each body's principal frame, anchors from its centre of mass. 144 bytes.
+/// each body's principal frame, anchors from its centre of mass. 160 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuJoint {
@@ -478,10 +484,11 @@ pub struct GpuJoint {
     pub body_a: u32,
     /// Index of body B.
     pub body_b: u32,
-    /// [`JOINT_SPHERICAL`], [`JOINT_REVOLUTE`] or [`JOINT_FIXED`].
-    pub kind: u32,
-    /// Unused.
-    pub _pad0: u32,
+    /// The angular part: [`JOINT_ANGULAR_FREE`], [`JOINT_ANGULAR_HINGE`] or
+    /// [`JOINT_ANGULAR_LOCKED`].
+    pub angular: u32,
+    /// The linear part: [`JOINT_LINEAR_POINT`], [`JOINT_LINEAR_LINE`] or [`JOINT_LINEAR_PLANE`].
+    pub linear: u32,
     /// The anchor in A's principal frame, from A's centre of mass, m.
     pub local_anchor_a: Vec3,
     /// Unused.
@@ -498,6 +505,11 @@ pub struct GpuJoint {
     pub local_axis_b: Vec3,
     /// Unused.
     pub _pad7: f32,
+    /// The direction of a slider's line, or the normal of a point-on-plane joint's plane, in
+    /// A's principal frame.
+    pub local_linear_axis_a: Vec3,
+    /// Unused.
+    pub _pad0: f32,
     /// B's principal frame in A's at the joint's creation, `q_a⁻¹ q_b`, which a weld holds.
     pub reference: Quat,
     /// B's centre of mass less A's at the start of the step, m.
@@ -513,7 +525,7 @@ pub struct GpuJoint {
     /// Unused.
     pub _pad6: f32,
 }
-const _: () = assert!(size_of::<GpuJoint>() == 144);
+const _: () = assert!(size_of::<GpuJoint>() == 160);
 
 /// Per-step constants, written once when the solver is built (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
@@ -924,10 +936,12 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             }
             words[word] |= 1 << (color % 64);
         }
-        let (kind, axis) = match joint.kind {
-            JointKind::Spherical => (JOINT_SPHERICAL, Vec3::ZERO),
-            JointKind::Revolute { axis } => (JOINT_REVOLUTE, axis),
-            JointKind::Fixed => (JOINT_FIXED, Vec3::ZERO),
+        let ((angular, axis), (linear, linear_axis)) = match joint.kind {
+            JointKind::Spherical => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
+            JointKind::Revolute { axis } => ((JOINT_ANGULAR_HINGE, axis), (JOINT_LINEAR_POINT, Vec3::ZERO)),
+            JointKind::Fixed => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
+            JointKind::Prismatic { axis } => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_LINE, axis)),
+            JointKind::PointOnPlane { normal } => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_PLANE, normal)),
         };
         let (qa, qb) = (a.orientation, b.orientation);
         colored.push((
@@ -935,7 +949,9 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             GpuJoint {
                 body_a: ia,
                 body_b: ib,
-                kind,
+                angular,
+                linear,
+                local_linear_axis_a: rotate_inv(qa, linear_axis),
                 local_anchor_a: rotate_inv(qa, joint.anchor - a.position),
                 local_anchor_b: rotate_inv(qb, joint.anchor - b.position),
                 local_axis_a: rotate_inv(qa, axis),

@@ -1,8 +1,10 @@
 //! Joints on the CPU: the twin of shaders/joints.wgsl, operation for operation.
 //!
 //! Each joint is solved as Box2D v3 solves its joints, in three dimensions: a block of
-//! constraints on the relative velocity at the anchor (three rows) and on the relative angular
-//! velocity (none for a ball, the two across a hinge's axis, all three for a weld), each a
+//! constraints on the relative velocity at the anchor (three rows for a point, the two across a
+//! slider's line, the one along a plane's normal, with A's lever arm reaching B's anchor as the
+//! line or plane turns with A) and on the relative angular velocity (none when free, the two
+//! across a hinge's axis, all three when locked), each a
 //! soft constraint in the biased solve (bias from the position error of the moment, scaled
 //! by [`StepParams::joint_bias_rate`]) and rigid in the relax iterations. The angular block is
 //! solved first, then the point. The position error is measured from the bodies' motion
@@ -15,7 +17,10 @@ use glam::{Mat3, Quat, Vec3};
 use rayon::prelude::*;
 
 use super::contacts::{PARALLEL_RUN, Shared};
-use crate::layout::{GpuBody, GpuJoint, GpuSolverBody, JOINT_FIXED, JOINT_REVOLUTE, StepParams};
+use crate::layout::{
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT,
+    StepParams,
+};
 use crate::math::{mat3_inverse, quat_mul, rotate, tangent_basis};
 
 /// One side of a joint while it is solved: the body's velocities, inverse mass and world
@@ -72,7 +77,7 @@ fn hinge_axis(j: &GpuJoint, a: &Side) -> Vec3 {
 /// The accumulated angular impulse that acts: a hinge's, less what lies along its axis (the
 /// axis turns, and the hinge may not hold against turning about it).
 fn acting_angular(j: &GpuJoint, a: &Side) -> Vec3 {
-    if j.kind == JOINT_REVOLUTE {
+    if j.angular == JOINT_ANGULAR_HINGE {
         let axis = hinge_axis(j, a);
         j.angular_impulse - axis * axis.dot(j.angular_impulse)
     } else {
@@ -128,14 +133,38 @@ fn by_color(
     }
 }
 
-fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
+/// Where a joint's linear part acts now: A's and B's lever arms to their anchors, the anchors'
+/// separation, and A's lever arm for the impulse (to its anchor for a point; to B's anchor
+/// for a line or plane, which turns with A about A's centre).
+fn linear_frame(j: &GpuJoint, a: &Side, b: &Side) -> (Vec3, Vec3, Vec3, Vec3) {
     let ra = rotate(a.q, j.local_anchor_a);
     let rb = rotate(b.q, j.local_anchor_b);
-    let linear = j.linear_impulse;
+    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
+    let lever_a = if j.linear == JOINT_LINEAR_POINT { ra } else { ra + separation };
+    (ra, rb, separation, lever_a)
+}
+
+/// The accumulated linear impulse that acts: a slider's, less what lies along its line; a
+/// point-on-plane joint's, only what lies along its normal `u`.
+fn acting_linear(j: &GpuJoint, u: Vec3) -> Vec3 {
+    if j.linear == JOINT_LINEAR_POINT {
+        j.linear_impulse
+    } else if j.linear == JOINT_LINEAR_LINE {
+        j.linear_impulse - u * u.dot(j.linear_impulse)
+    } else {
+        u * u.dot(j.linear_impulse)
+    }
+}
+
+fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
+    let (_, rb, _, lever_a) = linear_frame(j, a, b);
+    let u = rotate(a.q, j.local_linear_axis_a);
+    let linear = acting_linear(j, u);
+    j.linear_impulse = linear;
     let angular = acting_angular(j, a);
     j.angular_impulse = angular;
     a.v -= a.inv_mass * linear;
-    a.w -= a.inv_inertia * (ra.cross(linear) + angular);
+    a.w -= a.inv_inertia * (lever_a.cross(linear) + angular);
     b.v += b.inv_mass * linear;
     b.w += b.inv_inertia * (rb.cross(linear) + angular);
 }
@@ -164,7 +193,7 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
         a.inv_inertia.z_axis + b.inv_inertia.z_axis,
     );
     let mut angular = Vec3::ZERO;
-    if j.kind == JOINT_REVOLUTE {
+    if j.angular == JOINT_ANGULAR_HINGE {
         // The two directions across A's axis: the axes' misalignment and relative spin there.
         let axis_a = hinge_axis(j, a);
         let axis_b = rotate(b.q, j.local_axis_b);
@@ -184,7 +213,7 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
         let l2 = -mass_scale * x2 - impulse_scale * t2.dot(acting);
         angular = t1 * l1 + t2 * l2;
         j.angular_impulse = acting + angular;
-    } else if j.kind == JOINT_FIXED {
+    } else if j.angular == JOINT_ANGULAR_LOCKED {
         // B's orientation against the one the weld holds it at, as a rotation vector.
         let held = quat_mul(a.q, j.reference);
         let e = quat_mul(b.q, Quat::from_xyzw(-held.x, -held.y, -held.z, held.w));
@@ -197,20 +226,52 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     }
     a.w -= a.inv_inertia * angular;
     b.w += b.inv_inertia * angular;
-    // The point: the anchors' relative velocity, and their separation for the bias.
-    let ra = rotate(a.q, j.local_anchor_a);
-    let rb = rotate(b.q, j.local_anchor_b);
-    let cdot = (b.v + b.w.cross(rb)) - (a.v + a.w.cross(ra));
-    let separation = ((b.dp - a.dp) + j.delta_center) + (rb - ra);
-    // Column i of K: the anchors' relative velocity from a unit impulse along axis i.
+    // The linear part: the anchors' relative velocity, and their separation for the bias.
+    let (ra, rb, separation, lever_a) = linear_frame(j, a, b);
     let m = a.inv_mass + b.inv_mass;
-    let column = |e: Vec3| m * e + (b.inv_inertia * rb.cross(e)).cross(rb) + (a.inv_inertia * ra.cross(e)).cross(ra);
-    let k = Mat3::from_cols(column(Vec3::X), column(Vec3::Y), column(Vec3::Z));
-    let x = mat3_inverse(k) * (cdot + rate * separation);
-    let linear = -mass_scale * x - impulse_scale * j.linear_impulse;
-    j.linear_impulse += linear;
+    let linear = if j.linear == JOINT_LINEAR_POINT {
+        // A point: all three directions. Column i of K is the anchors' relative velocity from
+        // a unit impulse along axis i.
+        let cdot = (b.v + b.w.cross(rb)) - (a.v + a.w.cross(ra));
+        let column =
+            |e: Vec3| m * e + (b.inv_inertia * rb.cross(e)).cross(rb) + (a.inv_inertia * ra.cross(e)).cross(ra);
+        let k = Mat3::from_cols(column(Vec3::X), column(Vec3::Y), column(Vec3::Z));
+        let x = mat3_inverse(k) * (cdot + rate * separation);
+        let linear = -mass_scale * x - impulse_scale * j.linear_impulse;
+        j.linear_impulse += linear;
+        linear
+    } else {
+        // A line (the two directions across it) or a plane (its normal), turning with A.
+        let u = rotate(a.q, j.local_linear_axis_a);
+        let acting = acting_linear(j, u);
+        let line = j.linear == JOINT_LINEAR_LINE;
+        let (t1, t2) = if line { tangent_basis(u) } else { (u, Vec3::ZERO) };
+        // Row t's angular parts on A and B, and its effective mass.
+        let (ja1, jb1, ja2, jb2) = (lever_a.cross(t1), rb.cross(t1), lever_a.cross(t2), rb.cross(t2));
+        let (ia1, ib1, ia2, ib2) = (a.inv_inertia * ja1, b.inv_inertia * jb1, a.inv_inertia * ja2, b.inv_inertia * jb2);
+        let dv = b.v - a.v;
+        let c1 = (t1.dot(dv) + jb1.dot(b.w) - ja1.dot(a.w)) + rate * t1.dot(separation);
+        let k11 = m + ja1.dot(ia1) + jb1.dot(ib1);
+        let linear = if line {
+            let c2 = (t2.dot(dv) + jb2.dot(b.w) - ja2.dot(a.w)) + rate * t2.dot(separation);
+            let k12 = ja1.dot(ia2) + jb1.dot(ib2);
+            let k22 = m + ja2.dot(ia2) + jb2.dot(ib2);
+            let det = k11 * k22 - k12 * k12;
+            let inv_det = if det > 0.0 { 1.0 / det } else { 0.0 };
+            let x1 = (k22 * c1 - k12 * c2) * inv_det;
+            let x2 = (k11 * c2 - k12 * c1) * inv_det;
+            let l1 = -mass_scale * x1 - impulse_scale * t1.dot(acting);
+            let l2 = -mass_scale * x2 - impulse_scale * t2.dot(acting);
+            t1 * l1 + t2 * l2
+        } else {
+            let x = if k11 > 0.0 { c1 / k11 } else { 0.0 };
+            t1 * (-mass_scale * x - impulse_scale * t1.dot(acting))
+        };
+        j.linear_impulse = acting + linear;
+        linear
+    };
     a.v -= a.inv_mass * linear;
-    a.w -= a.inv_inertia * ra.cross(linear);
+    a.w -= a.inv_inertia * lever_a.cross(linear);
     b.v += b.inv_mass * linear;
     b.w += b.inv_inertia * rb.cross(linear);
 }
