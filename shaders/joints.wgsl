@@ -102,16 +102,25 @@ fn warm_start_joints(
     var j = joints[i];
     var a = load_side(j.body_a);
     var b = load_side(j.body_b);
-    let frame = linear_frame(j, a, b);
-    let u = rotate(a.q, j.local_linear_axis_a);
-    let linear = acting_linear(j, u);
+    var linear = j.linear_impulse;
+    var lever_a: vec3<f32>;
+    var rb: vec3<f32>;
+    if j.linear == JOINT_LINEAR_POINT {
+        lever_a = rotate(a.q, j.local_anchor_a);
+        rb = rotate(b.q, j.local_anchor_b);
+    } else {
+        let frame = linear_frame(j, a, b);
+        linear = acting_linear(j, rotate(a.q, j.local_linear_axis_a));
+        lever_a = frame.lever_a;
+        rb = frame.rb;
+    }
     j.linear_impulse = linear;
     let angular = acting_angular(j, a);
     j.angular_impulse = angular;
     a.v = a.v - a.inv_mass * linear;
-    a.w = a.w - mat3_mul(a.inv_inertia, cross3(frame.lever_a, linear) + angular);
+    a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear) + angular);
     b.v = b.v + b.inv_mass * linear;
-    b.w = b.w + mat3_mul(b.inv_inertia, cross3(frame.rb, linear) + angular);
+    b.w = b.w + mat3_mul(b.inv_inertia, cross3(rb, linear) + angular);
     joints[i] = j;
     store_side(j.body_a, a);
     store_side(j.body_b, b);

@@ -157,9 +157,12 @@ fn acting_linear(j: &GpuJoint, u: Vec3) -> Vec3 {
 }
 
 fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
-    let (_, rb, _, lever_a) = linear_frame(j, a, b);
-    let u = rotate(a.q, j.local_linear_axis_a);
-    let linear = acting_linear(j, u);
+    let (linear, lever_a, rb) = if j.linear == JOINT_LINEAR_POINT {
+        (j.linear_impulse, rotate(a.q, j.local_anchor_a), rotate(b.q, j.local_anchor_b))
+    } else {
+        let (_, rb, _, lever_a) = linear_frame(j, a, b);
+        (acting_linear(j, rotate(a.q, j.local_linear_axis_a)), lever_a, rb)
+    };
     j.linear_impulse = linear;
     let angular = acting_angular(j, a);
     j.angular_impulse = angular;
