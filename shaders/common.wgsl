@@ -147,22 +147,26 @@ struct Joint {
     angular: u32,
     linear: u32,
     local_anchor_a: vec3<f32>,
-    _pad1: f32,
+    lower: f32,
     local_anchor_b: vec3<f32>,
-    _pad2: f32,
+    upper: f32,
     local_axis_a: vec3<f32>,
-    _pad3: f32,
+    motor_speed: f32,
     local_axis_b: vec3<f32>,
-    _pad7: f32,
+    max_motor_torque: f32,
     local_linear_axis_a: vec3<f32>,
-    _pad0: f32,
+    flags: u32,
     reference: vec4<f32>,
     delta_center: vec3<f32>,
-    _pad4: f32,
+    lower_impulse: f32,
     linear_impulse: vec3<f32>,
-    _pad5: f32,
+    upper_impulse: f32,
     angular_impulse: vec3<f32>,
-    _pad6: f32,
+    motor_impulse: f32,
+    local_ref_a: vec3<f32>,
+    _pad0: f32,
+    local_ref_b: vec3<f32>,
+    _pad1: f32,
 }
 
 struct Pair {
@@ -393,6 +397,24 @@ fn carry_tangent_impulse(old_normal: vec3<f32>, normal: vec3<f32>, j: vec2<f32>)
     let t = tangent_basis(normal);
     let w = j.x * o.t1 + j.y * o.t2;
     return vec2<f32>(dot3(w, t.t1), dot3(w, t.t2));
+}
+
+// The angle of (x, y) in [-pi, pi] from a polynomial: twin of `angle_of` in src/math.rs.
+fn angle_of(x: f32, y: f32) -> f32 {
+    let ax = abs(x);
+    let ay = abs(y);
+    let big = max(ax, ay);
+    let small = min(ax, ay);
+    let a = select(0.0, small / big, big > 0.0);
+    let s = a * a;
+    var r = (((((-0.0117212 * s + 0.05265332) * s - 0.11643287) * s + 0.19354346) * s - 0.33262347) * s + 0.99997726) * a;
+    if ay > ax {
+        r = 1.5707963267948966 - r;
+    }
+    if x < 0.0 {
+        r = 3.141592653589793 - r;
+    }
+    return select(r, -r, y < 0.0);
 }
 
 // R diag(d) R^T for the rotation q.

@@ -46,6 +46,9 @@ fn prepare_joints(
     j.delta_center = bodies[j.body_b].position - bodies[j.body_a].position;
     j.linear_impulse = params.warm_start_scale * j.linear_impulse;
     j.angular_impulse = params.warm_start_scale * j.angular_impulse;
+    j.lower_impulse = params.warm_start_scale * j.lower_impulse;
+    j.upper_impulse = params.warm_start_scale * j.upper_impulse;
+    j.motor_impulse = params.warm_start_scale * j.motor_impulse;
     joints[i] = j;
 }
 
@@ -115,8 +118,11 @@ fn warm_start_joints(
         rb = frame.rb;
     }
     j.linear_impulse = linear;
-    let angular = acting_angular(j, a);
+    var angular = acting_angular(j, a);
     j.angular_impulse = angular;
+    if j.angular == JOINT_ANGULAR_HINGE {
+        angular = angular + hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+    }
     a.v = a.v - a.inv_mass * linear;
     a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear) + angular);
     b.v = b.v + b.inv_mass * linear;
@@ -177,6 +183,9 @@ fn solve_joint(i: u32, use_bias: bool) {
     }
     a.w = a.w - mat3_mul(a.inv_inertia, angular);
     b.w = b.w + mat3_mul(b.inv_inertia, angular);
+    if j.angular == JOINT_ANGULAR_HINGE && j.flags != 0u {
+        hinge_motor_and_limits(&j, &a, &b, k, use_bias);
+    }
     // The linear part.
     let frame = linear_frame(j, a, b);
     let ra = frame.ra;
@@ -241,6 +250,54 @@ fn solve_joint(i: u32, use_bias: bool) {
     joints[i] = j;
     store_side(j.body_a, a);
     store_side(j.body_b, b);
+}
+
+// Twin of `limit_bias` in src/cpu/joints.rs: (bias, mass scale, impulse scale).
+fn limit_bias(c: f32, use_bias: bool) -> vec3<f32> {
+    if c > 0.0 {
+        return vec3<f32>(c * params.inv_h, 1.0, 0.0);
+    } else if use_bias {
+        return vec3<f32>(params.joint_bias_rate * c, params.joint_mass_scale, params.joint_impulse_scale);
+    }
+    return vec3<f32>(0.0, 1.0, 0.0);
+}
+
+// Twin of `hinge_motor_and_limits` in src/cpu/joints.rs.
+fn hinge_motor_and_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, Side>, k: mat3x3<f32>, use_bias: bool) {
+    let axis = hinge_axis(*j, *a);
+    let ka = dot3(axis, mat3_mul(k, axis));
+    let axial_mass = select(0.0, 1.0 / ka, ka > 0.0);
+    if ((*j).flags & JOINT_MOTOR) != 0u {
+        let cdot = dot3(axis, (*b).w - (*a).w) - (*j).motor_speed;
+        let impulse = -axial_mass * cdot;
+        let old = (*j).motor_impulse;
+        let most = (*j).max_motor_torque * params.h;
+        (*j).motor_impulse = clamp(old + impulse, -most, most);
+        let applied = axis * ((*j).motor_impulse - old);
+        (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
+        (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
+    }
+    if ((*j).flags & JOINT_LIMITED) != 0u {
+        let ref_a = rotate((*a).q, (*j).local_ref_a);
+        let ref_b = rotate((*b).q, (*j).local_ref_b);
+        let angle = angle_of(dot3(ref_a, ref_b), dot3(axis, cross3(ref_a, ref_b)));
+        let lower = limit_bias(angle - (*j).lower, use_bias);
+        let cdot_lower = dot3(axis, (*b).w - (*a).w);
+        let impulse_lower = -axial_mass * lower.y * (cdot_lower + lower.x) - lower.z * (*j).lower_impulse;
+        let old_lower = (*j).lower_impulse;
+        (*j).lower_impulse = max(old_lower + impulse_lower, 0.0);
+        let applied_lower = axis * ((*j).lower_impulse - old_lower);
+        (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied_lower);
+        (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied_lower);
+        let upper = limit_bias((*j).upper - angle, use_bias);
+        let cdot_upper = dot3(axis, (*a).w - (*b).w);
+        let impulse_upper = -axial_mass * upper.y * (cdot_upper + upper.x) - upper.z * (*j).upper_impulse;
+        let old_upper = (*j).upper_impulse;
+        (*j).upper_impulse = max(old_upper + impulse_upper, 0.0);
+        let applied_upper = axis * ((*j).upper_impulse - old_upper);
+        (*a).w = (*a).w + mat3_mul((*a).inv_inertia, applied_upper);
+        (*b).w = (*b).w - mat3_mul((*b).inv_inertia, applied_upper);
+    }
 }
 
 // Column `e` of the point block: the anchors' relative velocity from a unit impulse along `e`.

@@ -10,7 +10,8 @@
 //! Each joint is a linear part and an angular part, as the joint formulations of the lecture
 //! notes combine them: B's anchor held at A's (a point, 0 linear DOF), on a line through it (1)
 //! or in a plane through it (2), the line and plane turning with A; and the relative rotation
-//! free (3 angular DOF), about one common axis only (a hinge, 1) or locked (0).
+//! free (3 angular DOF), about one common axis only (a hinge, 1) or locked (0). A hinge may
+//! have limits on its angle and a motor.
 //!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
@@ -25,7 +26,7 @@
 use glam::Vec3;
 
 use crate::body::BodyHandle;
-use crate::error::{Error, Result, check_finite};
+use crate::error::{Error, Result, check_finite, check_non_negative};
 
 /// What a joint keeps between its two bodies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,38 +70,76 @@ pub struct JointDesc {
     /// Whether the two bodies still collide with each other. Default false: their shapes may
     /// overlap at the joint, as a chain's links or a limb's bones do.
     pub collide: bool,
+    /// A hinge's lowest and highest angle, rad, within `[-π, π]`: B's turn about the axis
+    /// relative to A, 0 where they were added. `None` (the default): no limit.
+    pub limits: Option<[f32; 2]>,
+    /// A hinge's motor. `None` (the default): no motor.
+    pub motor: Option<JointMotor>,
+}
+
+/// A hinge motor: it drives B's turn about the axis relative to A towards `speed`, with at
+/// most `max_torque`. It is a rigid constraint (no softness), solved before the hinge's limits,
+/// so that a limit stops what the motor drives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointMotor {
+    /// The relative angular speed it drives towards, rad/s.
+    pub speed: f32,
+    /// The largest torque it applies, N m (at least 0).
+    pub max_torque: f32,
 }
 
 impl JointDesc {
     /// A ball-and-socket joint at `anchor` (world frame).
     pub fn spherical(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Spherical, collide: false }
+        Self { body_a, body_b, anchor, kind: JointKind::Spherical, collide: false, limits: None, motor: None }
     }
 
     /// A hinge at `anchor` turning about `axis` (world frame).
     pub fn revolute(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis }, collide: false }
+        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis }, collide: false, limits: None, motor: None }
     }
 
     /// A weld holding the bodies' relative pose, its anchor at `anchor` (world frame).
     pub fn fixed(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Fixed, collide: false }
+        Self { body_a, body_b, anchor, kind: JointKind::Fixed, collide: false, limits: None, motor: None }
     }
 
     /// A slider along `axis` through `anchor` (world frame).
     pub fn prismatic(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Prismatic { axis }, collide: false }
+        Self { body_a, body_b, anchor, kind: JointKind::Prismatic { axis }, collide: false, limits: None, motor: None }
     }
 
     /// B's anchor held in the plane through `anchor` with the normal `normal` (world frame).
     pub fn point_on_plane(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, normal: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::PointOnPlane { normal }, collide: false }
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::PointOnPlane { normal },
+            collide: false,
+            limits: None,
+            motor: None,
+        }
     }
 
     /// The joint with its two bodies colliding with each other (`true`) or not (`false`, the
     /// default).
     pub fn colliding(mut self, collide: bool) -> Self {
         self.collide = collide;
+        self
+    }
+
+    /// The hinge with its angle held between `lower` and `upper`, rad (see
+    /// [`JointDesc::limits`](JointDesc#structfield.limits)).
+    pub fn limits(mut self, lower: f32, upper: f32) -> Self {
+        self.limits = Some([lower, upper]);
+        self
+    }
+
+    /// The hinge driven towards the relative speed `speed`, rad/s, with at most `max_torque`,
+    /// N m.
+    pub fn motor(mut self, speed: f32, max_torque: f32) -> Self {
+        self.motor = Some(JointMotor { speed, max_torque });
         self
     }
 
@@ -126,6 +165,30 @@ impl JointDesc {
             }
             other => other,
         };
+        let hinge = matches!(kind, JointKind::Revolute { .. });
+        if let Some([lower, upper]) = self.limits {
+            if !hinge {
+                return Err(Error::InvalidJoint { reason: "limits act on a hinge only".into() });
+            }
+            for value in [lower, upper] {
+                check_finite("joint limit", value, value.is_finite())?;
+                if value.abs() > std::f32::consts::PI {
+                    return Err(Error::OutOfRange { what: "joint limit", range: "[-pi, pi]", value });
+                }
+            }
+            if lower > upper {
+                return Err(Error::InvalidJoint {
+                    reason: format!("the lower limit {lower} is above the upper {upper}"),
+                });
+            }
+        }
+        if let Some(motor) = self.motor {
+            if !hinge {
+                return Err(Error::InvalidJoint { reason: "a motor acts on a hinge only".into() });
+            }
+            check_finite("joint motor speed", motor.speed, motor.speed.is_finite())?;
+            check_non_negative("joint motor torque", motor.max_torque)?;
+        }
         Ok(Self { kind, ..self })
     }
 }

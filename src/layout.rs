@@ -467,6 +467,10 @@ pub const JOINT_ANGULAR_FREE: u32 = 0;
 pub const JOINT_ANGULAR_HINGE: u32 = 1;
 /// `angular` of a joint that holds the bodies' relative rotation (0 angular DOF).
 pub const JOINT_ANGULAR_LOCKED: u32 = 2;
+/// `flags` bit of a hinge whose angle is held between `lower` and `upper`.
+pub const JOINT_LIMITED: u32 = 1;
+/// `flags` bit of a hinge driven towards `motor_speed` by at most `max_motor_torque`.
+pub const JOINT_MOTOR: u32 = 2;
 /// `linear` of a joint that holds the anchors together (0 linear DOF).
 pub const JOINT_LINEAR_POINT: u32 = 0;
 /// `linear` of a joint that lets B's anchor move along a line through A's (1 linear DOF).
@@ -476,7 +480,7 @@ pub const JOINT_LINEAR_PLANE: u32 = 2;
 
 /// A joint: its bodies and frames (constant), its centres' offset at the start of the step
 /// (prepared each step) and its accumulated impulses (warm started). Anchors and axes are in
-/// each body's principal frame, anchors from its centre of mass. 160 bytes.
+/// each body's principal frame, anchors from its centre of mass. 192 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuJoint {
@@ -491,41 +495,51 @@ pub struct GpuJoint {
     pub linear: u32,
     /// The anchor in A's principal frame, from A's centre of mass, m.
     pub local_anchor_a: Vec3,
-    /// Unused.
-    pub _pad1: f32,
+    /// A hinge's lowest angle, rad (with [`JOINT_LIMITED`]).
+    pub lower: f32,
     /// The anchor in B's principal frame, from B's centre of mass, m.
     pub local_anchor_b: Vec3,
-    /// Unused.
-    pub _pad2: f32,
+    /// A hinge's highest angle, rad (with [`JOINT_LIMITED`]).
+    pub upper: f32,
     /// A hinge's axis in A's principal frame.
     pub local_axis_a: Vec3,
-    /// Unused.
-    pub _pad3: f32,
+    /// A hinge motor's speed, B's turn about the axis relative to A's, rad/s (with
+    /// [`JOINT_MOTOR`]).
+    pub motor_speed: f32,
     /// A hinge's axis in B's principal frame.
     pub local_axis_b: Vec3,
-    /// Unused.
-    pub _pad7: f32,
+    /// A hinge motor's largest torque, N m (with [`JOINT_MOTOR`]).
+    pub max_motor_torque: f32,
     /// The direction of a slider's line, or the normal of a point-on-plane joint's plane, in
     /// A's principal frame.
     pub local_linear_axis_a: Vec3,
-    /// Unused.
-    pub _pad0: f32,
+    /// [`JOINT_LIMITED`] and [`JOINT_MOTOR`], or'ed.
+    pub flags: u32,
     /// B's principal frame in A's at the joint's creation, `q_a⁻¹ q_b`, which a weld holds.
     pub reference: Quat,
     /// B's centre of mass less A's at the start of the step, m.
     pub delta_center: Vec3,
-    /// Unused.
-    pub _pad4: f32,
+    /// Accumulated impulse of a hinge's lower limit, N m s.
+    pub lower_impulse: f32,
     /// Accumulated linear impulse on B (its opposite on A), N s.
     pub linear_impulse: Vec3,
-    /// Unused.
-    pub _pad5: f32,
+    /// Accumulated impulse of a hinge's upper limit, N m s.
+    pub upper_impulse: f32,
     /// Accumulated angular impulse on B (its opposite on A), N m s.
     pub angular_impulse: Vec3,
+    /// Accumulated impulse of a hinge's motor, N m s.
+    pub motor_impulse: f32,
+    /// A direction across a hinge's axis in A's principal frame, from which its angle is
+    /// measured.
+    pub local_ref_a: Vec3,
     /// Unused.
-    pub _pad6: f32,
+    pub _pad0: f32,
+    /// The same direction in B's principal frame: the angle is 0 where the two coincide.
+    pub local_ref_b: Vec3,
+    /// Unused.
+    pub _pad1: f32,
 }
-const _: () = assert!(size_of::<GpuJoint>() == 160);
+const _: () = assert!(size_of::<GpuJoint>() == 192);
 
 /// Per-step constants, written once when the solver is built (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
@@ -944,6 +958,12 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             JointKind::PointOnPlane { normal } => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_PLANE, normal)),
         };
         let (qa, qb) = (a.orientation, b.orientation);
+        // A hinge's angle is measured about its axis from a direction across it.
+        let reference_direction = if axis == Vec3::ZERO { Vec3::ZERO } else { crate::math::tangent_basis(axis).0 };
+        let (lower, upper) = joint.limits.map_or((0.0, 0.0), |l| (l[0], l[1]));
+        let (motor_speed, max_motor_torque) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_torque));
+        let flags = if joint.limits.is_some() { JOINT_LIMITED } else { 0 }
+            | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
         colored.push((
             color,
             GpuJoint {
@@ -952,6 +972,13 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
                 angular,
                 linear,
                 local_linear_axis_a: rotate_inv(qa, linear_axis),
+                local_ref_a: rotate_inv(qa, reference_direction),
+                local_ref_b: rotate_inv(qb, reference_direction),
+                lower,
+                upper,
+                motor_speed,
+                max_motor_torque,
+                flags,
                 local_anchor_a: rotate_inv(qa, joint.anchor - a.position),
                 local_anchor_b: rotate_inv(qb, joint.anchor - b.position),
                 local_axis_a: rotate_inv(qa, axis),

@@ -139,6 +139,28 @@ pub fn kinetic_energy(inv_mass: f32, inv_inertia: Vec3, q: Quat, v: Vec3, w: Vec
     0.5 * v.dot(v) / inv_mass + 0.5 * wb.dot(wb / inv_inertia)
 }
 
+/// The angle of `(x, y)`, in `[-π, π]`, as `atan2` within 2e-6 rad (tested), from a
+/// polynomial: GPUs round `atan2` differently from the CPU's libm, and the twin in
+/// shaders/common.wgsl runs these operations in this order. `(0, 0)` gives 0.
+#[inline]
+pub fn angle_of(x: f32, y: f32) -> f32 {
+    let (ax, ay) = (x.abs(), y.abs());
+    let (big, small) = (ax.max(ay), ax.min(ay));
+    let a = if big > 0.0 { small / big } else { 0.0 };
+    let s = a * a;
+    // atan(a) on [0, 1], odd, to the eleventh power.
+    let mut r = (((((-0.011_721_2 * s + 0.052_653_32) * s - 0.116_432_87) * s + 0.193_543_46) * s - 0.332_623_47) * s
+        + 0.999_977_26)
+        * a;
+    if ay > ax {
+        r = std::f32::consts::FRAC_PI_2 - r;
+    }
+    if x < 0.0 {
+        r = std::f32::consts::PI - r;
+    }
+    if y < 0.0 { -r } else { r }
+}
+
 /// Coefficients of a soft constraint (Catto, "Solver2D"/Box2D v3 soft step): a spring of
 /// frequency `hertz` and damping ratio `zeta` integrated implicitly over a substep `h`.
 ///
@@ -217,6 +239,22 @@ mod tests {
         assert!((m - expect).to_cols_array().iter().all(|e| e.abs() < 1e-5));
         let inv = mat3_inverse(m);
         assert!(((inv * m) - Mat3::IDENTITY).to_cols_array().iter().all(|e| e.abs() < 1e-5));
+    }
+
+    #[test]
+    fn angle_of_is_atan2() {
+        let mut worst = 0.0_f64;
+        for i in 0..20_000 {
+            let t = i as f64 / 20_000.0 * std::f64::consts::TAU - std::f64::consts::PI;
+            for r in [1e-3_f64, 1.0, 7.5] {
+                let (x, y) = ((r * t.cos()) as f32, (r * t.sin()) as f32);
+                let exact = (y as f64).atan2(x as f64);
+                worst = worst.max((angle_of(x, y) as f64 - exact).abs());
+            }
+        }
+        assert!(worst < 2e-6, "worst error {worst} rad");
+        assert_eq!(angle_of(0.0, 0.0), 0.0);
+        assert_eq!(angle_of(1.0, 0.0), 0.0);
     }
 
     #[test]

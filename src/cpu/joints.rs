@@ -18,10 +18,10 @@ use rayon::prelude::*;
 
 use super::contacts::{PARALLEL_RUN, Shared};
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT,
-    StepParams,
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED, JOINT_LINEAR_LINE,
+    JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
 };
-use crate::math::{mat3_inverse, quat_mul, rotate, tangent_basis};
+use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
 /// One side of a joint while it is solved: the body's velocities, inverse mass and world
 /// inverse inertia (frozen for the step), orientation and displacement since the step began.
@@ -67,6 +67,9 @@ fn prepare_joint(p: &StepParams, j: &mut GpuJoint, bodies: &[GpuBody]) {
     j.delta_center = bodies[j.body_b as usize].position - bodies[j.body_a as usize].position;
     j.linear_impulse = p.warm_start_scale * j.linear_impulse;
     j.angular_impulse = p.warm_start_scale * j.angular_impulse;
+    j.lower_impulse *= p.warm_start_scale;
+    j.upper_impulse *= p.warm_start_scale;
+    j.motor_impulse *= p.warm_start_scale;
 }
 
 /// A hinge's axis on A's side, world frame, now.
@@ -164,8 +167,12 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
         (acting_linear(j, rotate(a.q, j.local_linear_axis_a)), lever_a, rb)
     };
     j.linear_impulse = linear;
-    let angular = acting_angular(j, a);
+    let mut angular = acting_angular(j, a);
     j.angular_impulse = angular;
+    if j.angular == JOINT_ANGULAR_HINGE {
+        // A hinge's motor and limits act about its axis.
+        angular += hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+    }
     a.v -= a.inv_mass * linear;
     a.w -= a.inv_inertia * (lever_a.cross(linear) + angular);
     b.v += b.inv_mass * linear;
@@ -229,6 +236,9 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     }
     a.w -= a.inv_inertia * angular;
     b.w += b.inv_inertia * angular;
+    if j.angular == JOINT_ANGULAR_HINGE && j.flags != 0 {
+        hinge_motor_and_limits(p, j, a, b, k, use_bias);
+    }
     // The linear part: the anchors' relative velocity, and their separation for the bias.
     let (ra, rb, separation, lever_a) = linear_frame(j, a, b);
     let m = a.inv_mass + b.inv_mass;
@@ -277,4 +287,58 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     a.w -= a.inv_inertia * lever_a.cross(linear);
     b.v += b.inv_mass * linear;
     b.w += b.inv_inertia * rb.cross(linear);
+}
+
+/// The velocity bias, mass scale and impulse scale of a hinge limit whose angle is `c` inside
+/// it: a limit not yet reached (`c > 0`) lets the hinge close the gap within the substep and no
+/// further; one passed is pushed back softly in the biased solve, as the joint is.
+fn limit_bias(p: &StepParams, c: f32, use_bias: bool) -> (f32, f32, f32) {
+    if c > 0.0 {
+        (c * p.inv_h, 1.0, 0.0)
+    } else if use_bias {
+        (p.joint_bias_rate * c, p.joint_mass_scale, p.joint_impulse_scale)
+    } else {
+        (0.0, 1.0, 0.0)
+    }
+}
+
+/// A hinge's motor (rigid, its accumulated impulse within the torque it may apply over the
+/// substep) and then its lower and upper limits (each pushing one way only), about its axis;
+/// `k` is the two bodies' world inverse inertias summed. As Box2D v3 solves a revolute joint's.
+fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, k: Mat3, use_bias: bool) {
+    let axis = hinge_axis(j, a);
+    let ka = axis.dot(k * axis);
+    let axial_mass = if ka > 0.0 { 1.0 / ka } else { 0.0 };
+    if j.flags & JOINT_MOTOR != 0 {
+        let cdot = axis.dot(b.w - a.w) - j.motor_speed;
+        let impulse = -axial_mass * cdot;
+        let old = j.motor_impulse;
+        let most = j.max_motor_torque * p.h;
+        j.motor_impulse = (old + impulse).clamp(-most, most);
+        let applied = axis * (j.motor_impulse - old);
+        a.w -= a.inv_inertia * applied;
+        b.w += b.inv_inertia * applied;
+    }
+    if j.flags & JOINT_LIMITED != 0 {
+        // B's turn about the axis relative to A, from the directions across it.
+        let ref_a = rotate(a.q, j.local_ref_a);
+        let ref_b = rotate(b.q, j.local_ref_b);
+        let angle = angle_of(ref_a.dot(ref_b), axis.dot(ref_a.cross(ref_b)));
+        let (bias, mass_scale, impulse_scale) = limit_bias(p, angle - j.lower, use_bias);
+        let cdot = axis.dot(b.w - a.w);
+        let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * j.lower_impulse;
+        let old = j.lower_impulse;
+        j.lower_impulse = (old + impulse).max(0.0);
+        let applied = axis * (j.lower_impulse - old);
+        a.w -= a.inv_inertia * applied;
+        b.w += b.inv_inertia * applied;
+        let (bias, mass_scale, impulse_scale) = limit_bias(p, j.upper - angle, use_bias);
+        let cdot = axis.dot(a.w - b.w);
+        let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * j.upper_impulse;
+        let old = j.upper_impulse;
+        j.upper_impulse = (old + impulse).max(0.0);
+        let applied = axis * (j.upper_impulse - old);
+        a.w += a.inv_inertia * applied;
+        b.w -= b.inv_inertia * applied;
+    }
 }
