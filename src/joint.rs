@@ -30,6 +30,7 @@ use crate::error::{Error, Result, check_finite, check_non_negative};
 
 /// What a joint keeps between its two bodies.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum JointKind {
     /// Ball and socket: the bodies' anchor points stay together; they turn freely about it
     /// (three constraints).
@@ -68,10 +69,12 @@ pub struct JointDesc {
     /// What the joint keeps.
     pub kind: JointKind,
     /// Whether the two bodies still collide with each other. Default false: their shapes may
-    /// overlap at the joint, as a chain's links or a limb's bones do.
+    /// overlap at the joint, as a chain's links or a limb's bones do. Two bodies joined by
+    /// several joints collide only if every one of them says so.
     pub collide: bool,
     /// A hinge's lowest and highest angle, rad, within `[-π, π]`: B's turn about the axis
-    /// relative to A, 0 where they were added. `None` (the default): no limit.
+    /// relative to A, 0 where they were added. Limits that leave out 0 push the hinge into
+    /// them, softly, from the first step. `None` (the default): no limit.
     pub limits: Option<[f32; 2]>,
     /// A hinge's motor. `None` (the default): no motor.
     pub motor: Option<JointMotor>,

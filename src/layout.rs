@@ -495,11 +495,11 @@ pub struct GpuJoint {
     pub linear: u32,
     /// The anchor in A's principal frame, from A's centre of mass, m.
     pub local_anchor_a: Vec3,
-    /// A hinge's lowest angle, rad (with [`JOINT_LIMITED`]).
+    /// A hinge's lowest angle, rad (with [`JOINT_LIMITED`]), from the middle of its limits.
     pub lower: f32,
     /// The anchor in B's principal frame, from B's centre of mass, m.
     pub local_anchor_b: Vec3,
-    /// A hinge's highest angle, rad (with [`JOINT_LIMITED`]).
+    /// A hinge's highest angle, rad (with [`JOINT_LIMITED`]), from the middle of its limits.
     pub upper: f32,
     /// A hinge's axis in A's principal frame.
     pub local_axis_a: Vec3,
@@ -530,11 +530,13 @@ pub struct GpuJoint {
     /// Accumulated impulse of a hinge's motor, N m s.
     pub motor_impulse: f32,
     /// A direction across a hinge's axis in A's principal frame, from which its angle is
-    /// measured.
+    /// measured: turned to the middle of its limits.
     pub local_ref_a: Vec3,
     /// Unused.
     pub _pad0: f32,
-    /// The same direction in B's principal frame: the angle is 0 where the two coincide.
+    /// The direction across the axis in B's principal frame that A's was at the joint's
+    /// creation (before A's was turned): the angle, less the limits' middle, is 0 where the two
+    /// coincide.
     pub local_ref_b: Vec3,
     /// Unused.
     pub _pad1: f32,
@@ -958,9 +960,14 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             JointKind::PointOnPlane { normal } => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_PLANE, normal)),
         };
         let (qa, qb) = (a.orientation, b.orientation);
-        // A hinge's angle is measured about its axis from a direction across it.
-        let reference_direction = if axis == Vec3::ZERO { Vec3::ZERO } else { crate::math::tangent_basis(axis).0 };
-        let (lower, upper) = joint.limits.map_or((0.0, 0.0), |l| (l[0], l[1]));
+        // A hinge's angle is measured about its axis from a direction across it, on A's side
+        // turned to the middle of the limits: the angle wraps at ±π from there, as far from
+        // both limits as it can be, and the limits are kept relative to it.
+        let across = if axis == Vec3::ZERO { Vec3::ZERO } else { crate::math::tangent_basis(axis).0 };
+        let middle = joint.limits.map_or(0.0, |l| 0.5 * (l[0] + l[1]));
+        let reference_direction_a = if middle == 0.0 { across } else { Quat::from_axis_angle(axis, middle) * across };
+        let reference_direction_b = across;
+        let (lower, upper) = joint.limits.map_or((0.0, 0.0), |l| (l[0] - middle, l[1] - middle));
         let (motor_speed, max_motor_torque) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_torque));
         let flags = if joint.limits.is_some() { JOINT_LIMITED } else { 0 }
             | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
@@ -972,8 +979,8 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
                 angular,
                 linear,
                 local_linear_axis_a: rotate_inv(qa, linear_axis),
-                local_ref_a: rotate_inv(qa, reference_direction),
-                local_ref_b: rotate_inv(qb, reference_direction),
+                local_ref_a: rotate_inv(qa, reference_direction_a),
+                local_ref_b: rotate_inv(qb, reference_direction_b),
                 lower,
                 upper,
                 motor_speed,

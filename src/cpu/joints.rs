@@ -4,10 +4,10 @@
 //! constraints on the relative velocity at the anchor (three rows for a point, the two across a
 //! slider's line, the one along a plane's normal, with A's lever arm reaching B's anchor as the
 //! line or plane turns with A) and on the relative angular velocity (none when free, the two
-//! across a hinge's axis, all three when locked), each a
-//! soft constraint in the biased solve (bias from the position error of the moment, scaled
-//! by [`StepParams::joint_bias_rate`]) and rigid in the relax iterations. The angular block is
-//! solved first, then the point. The position error is measured from the bodies' motion
+//! across a hinge's axis, all three when locked), each a soft constraint in the biased solve
+//! (bias from the position error of the moment, scaled by [`StepParams::joint_bias_rate`]) and
+//! rigid in the relax iterations. The angular block is solved first, then a hinge's motor and
+//! limits about its axis, then the linear part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color.
