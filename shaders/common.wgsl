@@ -164,7 +164,7 @@ struct Joint {
     angular_impulse: vec3<f32>,
     motor_impulse: f32,
     local_ref_a: vec3<f32>,
-    _pad0: f32,
+    rest_angle: f32,
     local_ref_b: vec3<f32>,
     _pad1: f32,
 }

@@ -56,10 +56,27 @@ fn hinge_axis(j: Joint, a: Side) -> vec3<f32> {
     return rotate(a.q, j.local_axis_a);
 }
 
-fn acting_angular(j: Joint, a: Side) -> vec3<f32> {
+// Twin of `two_axes` in src/cpu/joints.rs: the unit direction across a universal joint's
+// axes (xyz, zero where they are parallel) and their angle (w).
+fn two_axes(j: Joint, a: Side, b: Side) -> vec4<f32> {
+    let axis_a = rotate(a.q, j.local_axis_a);
+    let axis_b = rotate(b.q, j.local_axis_b);
+    let across = cross3(axis_a, axis_b);
+    let sin = length3(across);
+    var n = vec3<f32>(0.0);
+    if sin > 1e-6 {
+        n = across * (1.0 / sin);
+    }
+    return vec4<f32>(n, angle_of(dot3(axis_a, axis_b), sin));
+}
+
+fn acting_angular(j: Joint, a: Side, b: Side) -> vec3<f32> {
     if j.angular == JOINT_ANGULAR_HINGE {
         let axis = hinge_axis(j, a);
         return j.angular_impulse - axis * dot3(axis, j.angular_impulse);
+    } else if j.angular == JOINT_ANGULAR_TWO_AXES {
+        let n = two_axes(j, a, b).xyz;
+        return n * dot3(n, j.angular_impulse);
     }
     return j.angular_impulse;
 }
@@ -118,7 +135,7 @@ fn warm_start_joints(
         rb = frame.rb;
     }
     j.linear_impulse = linear;
-    var angular = acting_angular(j, a);
+    var angular = acting_angular(j, a, b);
     j.angular_impulse = angular;
     if j.angular == JOINT_ANGULAR_HINGE {
         angular = angular + hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
@@ -166,10 +183,19 @@ fn solve_joint(i: u32, use_bias: bool) {
         let inv_det = select(0.0, 1.0 / det, det > 0.0);
         let x1 = (k22 * c1 - k12 * c2) * inv_det;
         let x2 = (k11 * c2 - k12 * c1) * inv_det;
-        let acting = acting_angular(j, a);
+        let acting = acting_angular(j, a, b);
         let l1 = -mass_scale * x1 - impulse_scale * dot3(t1, acting);
         let l2 = -mass_scale * x2 - impulse_scale * dot3(t2, acting);
         angular = t1 * l1 + t2 * l2;
+        j.angular_impulse = acting + angular;
+    } else if j.angular == JOINT_ANGULAR_TWO_AXES {
+        let across = two_axes(j, a, b);
+        let n = across.xyz;
+        let kn = dot3(n, mat3_mul(k, n));
+        let mass = select(0.0, 1.0 / kn, kn > 0.0);
+        let acting = acting_angular(j, a, b);
+        let c = dot3(n, b.w - a.w) + rate * (across.w - j.rest_angle);
+        angular = n * (-mass_scale * mass * c - impulse_scale * dot3(n, acting));
         j.angular_impulse = acting + angular;
     } else if j.angular == JOINT_ANGULAR_LOCKED {
         let held = quat_mul(a.q, j.reference);

@@ -45,8 +45,8 @@ pub enum Error {
         reason: String,
     },
     /// A joint that cannot hold: both sides the same body, neither side dynamic, an axis or
-    /// normal of no length, limits or a motor on a joint that is not a hinge, a lower limit
-    /// above the upper.
+    /// normal of no length, a universal joint's parallel axes, limits or a motor on a joint
+    /// that is not a hinge, a lower limit above the upper.
     #[error("invalid joint: {reason}")]
     InvalidJoint {
         /// What is wrong with it.

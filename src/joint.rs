@@ -10,7 +10,8 @@
 //! Each joint is a linear part and an angular part, as the joint formulations of the lecture
 //! notes combine them: B's anchor held at A's (a point, 0 linear DOF), on a line through it (1)
 //! or in a plane through it (2), the line and plane turning with A; and the relative rotation
-//! free (3 angular DOF), about one common axis only (a hinge, 1) or locked (0). A hinge may
+//! free (3 angular DOF), about two axes whose angle is held (a universal joint, 2), about one
+//! common axis only (a hinge, 1) or locked (0). A hinge may
 //! have limits on its angle and a motor.
 //!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
@@ -54,6 +55,16 @@ pub enum JointKind {
     PointOnPlane {
         /// The plane's normal, world frame at the bodies' initial poses (any length but zero).
         normal: Vec3,
+    },
+    /// Universal (Cardan) joint: the anchors stay together, and the angle between `axis_a`,
+    /// which turns with A, and `axis_b`, which turns with B, stays as it was, so the bodies
+    /// turn about both axes but not about the third direction (four constraints). The axes
+    /// must not be parallel.
+    Universal {
+        /// A's axis, world frame at the bodies' initial poses (any length but zero).
+        axis_a: Vec3,
+        /// B's axis, world frame at the bodies' initial poses (any length but zero).
+        axis_b: Vec3,
     },
 }
 
@@ -112,6 +123,20 @@ impl JointDesc {
         Self { body_a, body_b, anchor, kind: JointKind::Prismatic { axis }, collide: false, limits: None, motor: None }
     }
 
+    /// A universal joint at `anchor`, A turning about `axis_a` and B about `axis_b` (world
+    /// frame; usually at right angles, as in a Cardan shaft).
+    pub fn universal(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis_a: Vec3, axis_b: Vec3) -> Self {
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::Universal { axis_a, axis_b },
+            collide: false,
+            limits: None,
+            motor: None,
+        }
+    }
+
     /// B's anchor held in the plane through `anchor` with the normal `normal` (world frame).
     pub fn point_on_plane(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, normal: Vec3) -> Self {
         Self {
@@ -165,6 +190,16 @@ impl JointDesc {
             JointKind::Prismatic { axis } => JointKind::Prismatic { axis: direction("joint axis", axis)? },
             JointKind::PointOnPlane { normal } => {
                 JointKind::PointOnPlane { normal: direction("joint plane normal", normal)? }
+            }
+            JointKind::Universal { axis_a, axis_b } => {
+                let (axis_a, axis_b) = (direction("joint axis", axis_a)?, direction("joint axis", axis_b)?);
+                // The joint measures its angle across the plane of the two axes.
+                if axis_a.cross(axis_b).length() < 1e-3 {
+                    return Err(Error::InvalidJoint {
+                        reason: format!("a universal joint's axes {axis_a} and {axis_b} are parallel"),
+                    });
+                }
+                JointKind::Universal { axis_a, axis_b }
             }
             other => other,
         };

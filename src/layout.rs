@@ -467,6 +467,9 @@ pub const JOINT_ANGULAR_FREE: u32 = 0;
 pub const JOINT_ANGULAR_HINGE: u32 = 1;
 /// `angular` of a joint that holds the bodies' relative rotation (0 angular DOF).
 pub const JOINT_ANGULAR_LOCKED: u32 = 2;
+/// `angular` of a joint that holds the angle between an axis of A and an axis of B, and
+/// lets the bodies turn about both (2 angular DOF: a universal joint).
+pub const JOINT_ANGULAR_TWO_AXES: u32 = 3;
 /// `flags` bit of a hinge whose angle is held between `lower` and `upper`.
 pub const JOINT_LIMITED: u32 = 1;
 /// `flags` bit of a hinge driven towards `motor_speed` by at most `max_motor_torque`.
@@ -488,8 +491,8 @@ pub struct GpuJoint {
     pub body_a: u32,
     /// Index of body B.
     pub body_b: u32,
-    /// The angular part: [`JOINT_ANGULAR_FREE`], [`JOINT_ANGULAR_HINGE`] or
-    /// [`JOINT_ANGULAR_LOCKED`].
+    /// The angular part: [`JOINT_ANGULAR_FREE`], [`JOINT_ANGULAR_HINGE`],
+    /// [`JOINT_ANGULAR_LOCKED`] or [`JOINT_ANGULAR_TWO_AXES`].
     pub angular: u32,
     /// The linear part: [`JOINT_LINEAR_POINT`], [`JOINT_LINEAR_LINE`] or [`JOINT_LINEAR_PLANE`].
     pub linear: u32,
@@ -501,12 +504,12 @@ pub struct GpuJoint {
     pub local_anchor_b: Vec3,
     /// A hinge's highest angle, rad (with [`JOINT_LIMITED`]), from the middle of its limits.
     pub upper: f32,
-    /// A hinge's axis in A's principal frame.
+    /// A hinge's axis, or a universal joint's axis on A, in A's principal frame.
     pub local_axis_a: Vec3,
     /// A hinge motor's speed, B's turn about the axis relative to A's, rad/s (with
     /// [`JOINT_MOTOR`]).
     pub motor_speed: f32,
-    /// A hinge's axis in B's principal frame.
+    /// A hinge's axis, or a universal joint's axis on B, in B's principal frame.
     pub local_axis_b: Vec3,
     /// A hinge motor's largest torque, N m (with [`JOINT_MOTOR`]).
     pub max_motor_torque: f32,
@@ -532,8 +535,8 @@ pub struct GpuJoint {
     /// A direction across a hinge's axis in A's principal frame, from which its angle is
     /// measured: turned to the middle of its limits.
     pub local_ref_a: Vec3,
-    /// Unused.
-    pub _pad0: f32,
+    /// A universal joint's angle between its axes, held, rad.
+    pub rest_angle: f32,
     /// The direction across the axis in B's principal frame that A's was at the joint's
     /// creation (before A's was turned): the angle, less the limits' middle, is 0 where the two
     /// coincide.
@@ -952,12 +955,26 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             }
             words[word] |= 1 << (color % 64);
         }
+        let mut axis_b = Vec3::ZERO;
         let ((angular, axis), (linear, linear_axis)) = match joint.kind {
             JointKind::Spherical => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
             JointKind::Revolute { axis } => ((JOINT_ANGULAR_HINGE, axis), (JOINT_LINEAR_POINT, Vec3::ZERO)),
             JointKind::Fixed => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
             JointKind::Prismatic { axis } => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_LINE, axis)),
             JointKind::PointOnPlane { normal } => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_PLANE, normal)),
+            JointKind::Universal { axis_a, axis_b: b } => {
+                axis_b = b;
+                ((JOINT_ANGULAR_TWO_AXES, axis_a), (JOINT_LINEAR_POINT, Vec3::ZERO))
+            }
+        };
+        // A hinge's axis is one axis of both bodies; a universal joint has one of each.
+        if angular != JOINT_ANGULAR_TWO_AXES {
+            axis_b = axis;
+        }
+        let rest_angle = if angular == JOINT_ANGULAR_TWO_AXES {
+            crate::math::angle_of(axis.dot(axis_b), axis.cross(axis_b).length())
+        } else {
+            0.0
         };
         let (qa, qb) = (a.orientation, b.orientation);
         // A hinge's angle is measured about its axis from a direction across it, on A's side
@@ -980,6 +997,7 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
                 linear,
                 local_linear_axis_a: rotate_inv(qa, linear_axis),
                 local_ref_a: rotate_inv(qa, reference_direction_a),
+                rest_angle,
                 local_ref_b: rotate_inv(qb, reference_direction_b),
                 lower,
                 upper,
@@ -989,7 +1007,7 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
                 local_anchor_a: rotate_inv(qa, joint.anchor - a.position),
                 local_anchor_b: rotate_inv(qb, joint.anchor - b.position),
                 local_axis_a: rotate_inv(qa, axis),
-                local_axis_b: rotate_inv(qb, axis),
+                local_axis_b: rotate_inv(qb, axis_b),
                 reference: quat_normalize(quat_mul(Quat::from_xyzw(-qa.x, -qa.y, -qa.z, qa.w), qb)),
                 ..GpuJoint::default()
             },

@@ -9,8 +9,8 @@
 //! stability. Contacts with static planes and signed distance fields ([`sdf`]) are found by
 //! testing every core point of a body (hull vertices, sphere and capsule centres with their
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
-//! through. Joints (ball, hinge, weld, slider, point on plane; [`joint`]) are solved with the
-//! contacts as soft constraints.
+//! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
+//! with the contacts as soft constraints.
 //!
 //! ```no_run
 //! use signorini::prelude::*;

@@ -488,8 +488,9 @@ impl World {
     /// [`Error::InvalidHandle`] for a body not in this world, [`Error::NonFinite`] for a NaN
     /// or infinite anchor, axis, normal, limit or motor speed, [`Error::OutOfRange`] for a
     /// limit outside `[-π, π]` or a negative motor torque, [`Error::InvalidJoint`] for a joint
-    /// of a body to itself, one with no dynamic side, an axis or normal of no length, limits or
-    /// a motor on a joint that is not a hinge, or a lower limit above the upper.
+    /// of a body to itself, one with no dynamic side, an axis or normal of no length, a
+    /// universal joint's parallel axes, limits or a motor on a joint that is not a hinge, or a
+    /// lower limit above the upper.
     pub fn add_joint(&mut self, desc: JointDesc) -> Result<JointHandle> {
         for body in [desc.body_a, desc.body_b] {
             if self.bodies.get(body.index()).is_none() {

@@ -145,7 +145,7 @@ fn host_structs_match_wgsl_layout() {
             angular_impulse,
             motor_impulse,
             local_ref_a,
-            _pad0,
+            rest_angle,
             local_ref_b,
             _pad1
         ]

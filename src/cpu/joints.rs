@@ -4,7 +4,8 @@
 //! constraints on the relative velocity at the anchor (three rows for a point, the two across a
 //! slider's line, the one along a plane's normal, with A's lever arm reaching B's anchor as the
 //! line or plane turns with A) and on the relative angular velocity (none when free, the two
-//! across a hinge's axis, all three when locked), each a soft constraint in the biased solve
+//! across a hinge's axis, the one across a universal joint's two axes, all three when locked),
+//! each a soft constraint in the biased solve
 //! (bias from the position error of the moment, scaled by [`StepParams::joint_bias_rate`]) and
 //! rigid in the relax iterations. The angular block is solved first, then a hinge's motor and
 //! limits about its axis, then the linear part. The position error is measured from the bodies' motion
@@ -18,8 +19,8 @@ use rayon::prelude::*;
 
 use super::contacts::{PARALLEL_RUN, Shared};
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED, JOINT_LINEAR_LINE,
-    JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED,
+    JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
 };
 use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
@@ -77,12 +78,27 @@ fn hinge_axis(j: &GpuJoint, a: &Side) -> Vec3 {
     rotate(a.q, j.local_axis_a)
 }
 
+/// A universal joint's direction across its two axes now (unit; zero where they have come
+/// parallel), along which it holds their angle, and that angle.
+fn two_axes(j: &GpuJoint, a: &Side, b: &Side) -> (Vec3, f32) {
+    let axis_a = rotate(a.q, j.local_axis_a);
+    let axis_b = rotate(b.q, j.local_axis_b);
+    let across = axis_a.cross(axis_b);
+    let sin = across.length();
+    let n = if sin > 1e-6 { across * (1.0 / sin) } else { Vec3::ZERO };
+    (n, angle_of(axis_a.dot(axis_b), sin))
+}
+
 /// The accumulated angular impulse that acts: a hinge's, less what lies along its axis (the
-/// axis turns, and the hinge may not hold against turning about it).
-fn acting_angular(j: &GpuJoint, a: &Side) -> Vec3 {
+/// axis turns, and the hinge may not hold against turning about it); a universal joint's, only
+/// what lies across its two axes.
+fn acting_angular(j: &GpuJoint, a: &Side, b: &Side) -> Vec3 {
     if j.angular == JOINT_ANGULAR_HINGE {
         let axis = hinge_axis(j, a);
         j.angular_impulse - axis * axis.dot(j.angular_impulse)
+    } else if j.angular == JOINT_ANGULAR_TWO_AXES {
+        let (n, _) = two_axes(j, a, b);
+        n * n.dot(j.angular_impulse)
     } else {
         j.angular_impulse
     }
@@ -167,7 +183,7 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
         (acting_linear(j, rotate(a.q, j.local_linear_axis_a)), lever_a, rb)
     };
     j.linear_impulse = linear;
-    let mut angular = acting_angular(j, a);
+    let mut angular = acting_angular(j, a, b);
     j.angular_impulse = angular;
     if j.angular == JOINT_ANGULAR_HINGE {
         // A hinge's motor and limits act about its axis.
@@ -218,10 +234,19 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
         let inv_det = if det > 0.0 { 1.0 / det } else { 0.0 };
         let x1 = (k22 * c1 - k12 * c2) * inv_det;
         let x2 = (k11 * c2 - k12 * c1) * inv_det;
-        let acting = acting_angular(j, a);
+        let acting = acting_angular(j, a, b);
         let l1 = -mass_scale * x1 - impulse_scale * t1.dot(acting);
         let l2 = -mass_scale * x2 - impulse_scale * t2.dot(acting);
         angular = t1 * l1 + t2 * l2;
+        j.angular_impulse = acting + angular;
+    } else if j.angular == JOINT_ANGULAR_TWO_AXES {
+        // One row across the two axes: their angle's rate is the relative spin along it.
+        let (n, angle) = two_axes(j, a, b);
+        let kn = n.dot(k * n);
+        let mass = if kn > 0.0 { 1.0 / kn } else { 0.0 };
+        let acting = acting_angular(j, a, b);
+        let c = n.dot(b.w - a.w) + rate * (angle - j.rest_angle);
+        angular = n * (-mass_scale * mass * c - impulse_scale * n.dot(acting));
         j.angular_impulse = acting + angular;
     } else if j.angular == JOINT_ANGULAR_LOCKED {
         // B's orientation against the one the weld holds it at, as a rotation vector.
