@@ -246,3 +246,37 @@ impl JointHandle {
         self.0 as usize
     }
 }
+
+/// What a joint did in the last substep, world frame: the force it applied to body B at B's
+/// anchor, N, and the torque it applied to B besides (its angular rows, a hinge's motor and
+/// limits), N m. Body A received their opposites (the force at A's anchor). A joint's
+/// accumulated impulses over the substep, divided by the substep: a breakable joint compares
+/// them with its strength.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JointReaction {
+    /// Force on B at its anchor, N.
+    pub force: Vec3,
+    /// Torque on B besides the force's, N m.
+    pub torque: Vec3,
+}
+
+/// The reactions of `joints` (as packed, by color) in the order they were added (`order[k]` is
+/// the world's index of packed joint `k`), from their impulses over a substep `h` and the bodies'
+/// orientations now. Shared by both solvers, which keep the same joint records.
+pub(crate) fn reactions(
+    joints: &[crate::layout::GpuJoint],
+    order: &[u32],
+    bodies: &[crate::layout::GpuBody],
+    h: f32,
+) -> Vec<JointReaction> {
+    let mut out = vec![JointReaction::default(); joints.len()];
+    for (j, &index) in joints.iter().zip(order) {
+        let mut angular = j.angular_impulse;
+        if j.angular == crate::layout::JOINT_ANGULAR_HINGE {
+            let axis = crate::math::rotate(bodies[j.body_a as usize].orientation, j.local_axis_a);
+            angular += axis * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+        }
+        out[index as usize] = JointReaction { force: j.linear_impulse / h, torque: angular / h };
+    }
+    out
+}

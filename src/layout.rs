@@ -816,6 +816,8 @@ pub(crate) struct Packed {
     pub joints: Vec<GpuJoint>,
     /// Where each joint color starts in `joints`, and one past the last.
     pub joint_colors: Vec<u32>,
+    /// The world's index of each of `joints`.
+    pub joint_order: Vec<u32>,
 }
 
 impl Packed {
@@ -891,7 +893,7 @@ impl Packed {
         let origin_point = tables.geometry.len() as u32;
         tables.geometry.push(Vec4::ZERO);
         let ShapeTables { shapes, geometry, mut topology, .. } = tables;
-        let (joints, joint_colors) = pack_joints(world, &bodies);
+        let (joints, joint_colors, joint_order) = pack_joints(world, &bodies);
         // Each body's list of the bodies a joint keeps it from colliding with, after the shapes'
         // topology.
         let mut no_contact: Vec<Vec<u32>> = vec![Vec::new(); world.bodies.len()];
@@ -921,6 +923,7 @@ impl Packed {
                 .collect(),
             joints,
             joint_colors,
+            joint_order,
             frames,
             slot_count,
         }
@@ -931,12 +934,12 @@ impl Packed {
 /// they were added (each takes the lowest color neither of its dynamic bodies has yet, so a
 /// joint needs at most one more color than the most joints on one of its bodies; static and
 /// kinematic bodies take no impulse, so they bind nothing) and sorted by color, with where
-/// each color starts and one past the last.
-fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
+/// each color starts and one past the last, and each packed joint's index in the world.
+fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, Vec<u32>) {
     // Each dynamic body's colors taken so far, 64 to a word.
     let mut body_colors: HashMap<u32, Vec<u64>> = HashMap::new();
-    let mut colored: Vec<(u32, GpuJoint)> = Vec::with_capacity(world.joints.len());
-    for joint in &world.joints {
+    let mut colored: Vec<(u32, u32, GpuJoint)> = Vec::with_capacity(world.joints.len());
+    for (index, joint) in world.joints.iter().enumerate() {
         let (ia, ib) = (joint.body_a.0, joint.body_b.0);
         let (a, b) = (&bodies[ia as usize], &bodies[ib as usize]);
         let moving = |i: u32| world.bodies[i as usize].desc.kind == BodyKind::Dynamic;
@@ -990,6 +993,7 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
         colored.push((
             color,
+            index as u32,
             GpuJoint {
                 body_a: ia,
                 body_b: ib,
@@ -1013,15 +1017,16 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>) {
             },
         ));
     }
-    colored.sort_by_key(|&(color, _)| color);
+    colored.sort_by_key(|&(color, _, _)| color);
     let mut starts = Vec::new();
-    for (i, &(color, _)) in colored.iter().enumerate() {
+    for (i, &(color, _, _)) in colored.iter().enumerate() {
         if i == 0 || colored[i - 1].0 != color {
             starts.push(i as u32);
         }
     }
     starts.push(colored.len() as u32);
-    (colored.into_iter().map(|(_, j)| j).collect(), starts)
+    let order = colored.iter().map(|&(_, index, _)| index).collect();
+    (colored.into_iter().map(|(_, _, j)| j).collect(), starts, order)
 }
 
 /// The shape tables under construction; bodies with the same shape share one entry.

@@ -114,6 +114,11 @@ pub trait Solver {
     /// reduced there and only a few bytes come back.
     fn stats(&mut self) -> Result<StepStats>;
 
+    /// What every joint did in the last substep ([`JointReaction`](crate::JointReaction)), in
+    /// the order the joints were added; empty without joints. On the GPU this waits for the
+    /// queued steps and reads the joints back.
+    fn joint_reactions(&mut self) -> Result<Vec<crate::JointReaction>>;
+
     /// Sets the velocity of a dynamic or kinematic body's centre of mass (m/s) and its angular
     /// velocity (world frame, rad/s); takes effect from the next step.
     ///

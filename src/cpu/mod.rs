@@ -143,6 +143,8 @@ pub struct CpuSolver {
     joints: Vec<crate::layout::GpuJoint>,
     /// Where each joint color starts in `joints`, and one past the last.
     joint_colors: Vec<u32>,
+    /// The world's index of each of `joints`.
+    joint_order: Vec<u32>,
 }
 
 impl CpuSolver {
@@ -161,6 +163,7 @@ impl CpuSolver {
             slot_count,
             joints,
             joint_colors,
+            joint_order,
         } = Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         let threads = match world.desc().solver.cpu_threads {
@@ -207,6 +210,7 @@ impl CpuSolver {
             bounces: world.bodies_can_bounce(),
             joints,
             joint_colors,
+            joint_order,
         })
     }
 
@@ -496,6 +500,10 @@ impl Solver for CpuSolver {
         stats.recycled = self.contacts_state.manifolds.iter().map(|m| m.recycled).sum();
         stats.particle_body_dropped = self.particle_grid.dropped;
         Ok(stats)
+    }
+
+    fn joint_reactions(&mut self) -> Result<Vec<crate::JointReaction>> {
+        Ok(crate::joint::reactions(&self.joints, &self.joint_order, &self.bodies, self.params.h))
     }
 
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {

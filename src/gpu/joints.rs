@@ -3,13 +3,19 @@
 
 use super::kernels::{self, Slot};
 use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
-use super::solver::storage_fits;
+use super::solver::{read_buffer, storage_fits};
 use crate::error::Result;
 use crate::layout::GpuJoint;
 
 /// The joint buffer, its bind group and pipelines, and each color's range.
 pub(crate) struct GpuJoints {
-    /// Binds the joints (by color, the order of `Packed::joints`) and the color ranges.
+    /// The joints, by color (the order of `Packed::joints`).
+    buffer: wgpu::Buffer,
+    /// Where the joints are copied to be read back.
+    readback: wgpu::Buffer,
+    /// The world's index of each joint of `buffer`.
+    order: Vec<u32>,
+    /// Binds the joints and the color ranges.
     group: wgpu::BindGroup,
     prepare: wgpu::ComputePipeline,
     warm_start: wgpu::ComputePipeline,
@@ -34,7 +40,7 @@ impl GpuJoints {
         limits: &wgpu::Limits,
         modules: &[(&'static str, wgpu::ShaderModule)],
         joints: &[GpuJoint],
-        colors: &[u32],
+        (colors, order): (&[u32], &[u32]),
         with: &JointBindings,
     ) -> Result<Option<Self>> {
         if joints.is_empty() {
@@ -46,7 +52,13 @@ impl GpuJoints {
         let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joints"),
             contents: bytes,
-            usage: wgpu::BufferUsages::STORAGE,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("joints_readback"),
+            size: buffer.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         });
         // One uniform slot per color, then one with every joint.
         let mut ranges: Vec<[u32; 2]> = colors.windows(2).map(|w| [w[0], w[1] - w[0]]).collect();
@@ -72,6 +84,9 @@ impl GpuJoints {
         );
         let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "joints", entry);
         Ok(Some(Self {
+            buffer,
+            readback,
+            order: order.to_vec(),
             group,
             prepare: pipeline("prepare_joints"),
             warm_start: pipeline("warm_start_joints"),
@@ -126,5 +141,14 @@ impl GpuJoints {
     /// Dispatches of one sweep (one per color).
     pub fn sweep_dispatches(&self) -> u32 {
         self.colors() as u32
+    }
+
+    /// The joints as the queued steps leave them, by color, and the world's index of each
+    /// (waits for the queue).
+    pub fn read(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<(Vec<GpuJoint>, &[u32])> {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_joints") });
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, &self.readback, 0, self.buffer.size());
+        queue.submit([encoder.finish()]);
+        Ok((read_buffer(device, &self.readback)?, &self.order))
     }
 }

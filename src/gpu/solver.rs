@@ -192,7 +192,7 @@ impl GpuSolver {
             &limits,
             &modules,
             &packed.joints,
-            &packed.joint_colors,
+            (&packed.joint_colors, &packed.joint_order),
             &JointBindings { params: &params_buffer, bodies: &bodies, solver_bodies: &solver_bodies },
         )?;
 
@@ -754,6 +754,16 @@ impl Solver for GpuSolver {
             stats.dropped = self.contacts_stages.as_ref().map_or(0, |c| c.dropped);
         }
         Ok(stats)
+    }
+
+    fn joint_reactions(&mut self) -> Result<Vec<crate::JointReaction>> {
+        if self.joints.is_none() {
+            return Ok(Vec::new());
+        }
+        let bodies = self.raw_bodies()?;
+        let Some(joints) = self.joints.as_ref() else { return Ok(Vec::new()) };
+        let (packed, order) = joints.read(&self.device, &self.queue)?;
+        Ok(crate::joint::reactions(&packed, order, &bodies, self.params.h))
     }
 
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
