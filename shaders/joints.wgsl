@@ -307,23 +307,23 @@ fn hinge_motor_and_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: pt
         let ref_a = rotate((*a).q, (*j).local_ref_a);
         let ref_b = rotate((*b).q, (*j).local_ref_b);
         let angle = angle_of(dot3(ref_a, ref_b), dot3(axis, cross3(ref_a, ref_b)));
-        let lower = limit_bias(angle - (*j).lower, use_bias);
-        let cdot_lower = dot3(axis, (*b).w - (*a).w);
-        let impulse_lower = -axial_mass * lower.y * (cdot_lower + lower.x) - lower.z * (*j).lower_impulse;
-        let old_lower = (*j).lower_impulse;
-        (*j).lower_impulse = max(old_lower + impulse_lower, 0.0);
-        let applied_lower = axis * ((*j).lower_impulse - old_lower);
-        (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied_lower);
-        (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied_lower);
-        let upper = limit_bias((*j).upper - angle, use_bias);
-        let cdot_upper = dot3(axis, (*a).w - (*b).w);
-        let impulse_upper = -axial_mass * upper.y * (cdot_upper + upper.x) - upper.z * (*j).upper_impulse;
-        let old_upper = (*j).upper_impulse;
-        (*j).upper_impulse = max(old_upper + impulse_upper, 0.0);
-        let applied_upper = axis * ((*j).upper_impulse - old_upper);
-        (*a).w = (*a).w + mat3_mul((*a).inv_inertia, applied_upper);
-        (*b).w = (*b).w - mat3_mul((*b).inv_inertia, applied_upper);
+        // The lower limit pushes B's turn up the axis, the upper down it.
+        (*j).lower_impulse = limit_row(angle - (*j).lower, axis, (*j).lower_impulse, axial_mass, a, b, use_bias);
+        (*j).upper_impulse = limit_row((*j).upper - angle, -axis, (*j).upper_impulse, axial_mass, a, b, use_bias);
     }
+}
+
+// One hinge limit pushing along `direction` (the closure `limit` in src/cpu/joints.rs): applies
+// its impulse to the sides and returns its new accumulated impulse.
+fn limit_row(c: f32, direction: vec3<f32>, accumulated: f32, axial_mass: f32, a: ptr<function, Side>, b: ptr<function, Side>, use_bias: bool) -> f32 {
+    let scales = limit_bias(c, use_bias);
+    let cdot = dot3(direction, (*b).w - (*a).w);
+    let impulse = -axial_mass * scales.y * (cdot + scales.x) - scales.z * accumulated;
+    let updated = max(accumulated + impulse, 0.0);
+    let applied = direction * (updated - accumulated);
+    (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
+    (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
+    return updated;
 }
 
 // Column `e` of the point block: the anchors' relative velocity from a unit impulse along `e`.

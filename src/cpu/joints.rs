@@ -349,21 +349,18 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         let ref_a = rotate(a.q, j.local_ref_a);
         let ref_b = rotate(b.q, j.local_ref_b);
         let angle = angle_of(ref_a.dot(ref_b), axis.dot(ref_a.cross(ref_b)));
-        let (bias, mass_scale, impulse_scale) = limit_bias(p, angle - j.lower, use_bias);
-        let cdot = axis.dot(b.w - a.w);
-        let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * j.lower_impulse;
-        let old = j.lower_impulse;
-        j.lower_impulse = (old + impulse).max(0.0);
-        let applied = axis * (j.lower_impulse - old);
-        a.w -= a.inv_inertia * applied;
-        b.w += b.inv_inertia * applied;
-        let (bias, mass_scale, impulse_scale) = limit_bias(p, j.upper - angle, use_bias);
-        let cdot = axis.dot(a.w - b.w);
-        let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * j.upper_impulse;
-        let old = j.upper_impulse;
-        j.upper_impulse = (old + impulse).max(0.0);
-        let applied = axis * (j.upper_impulse - old);
-        a.w += a.inv_inertia * applied;
-        b.w -= b.inv_inertia * applied;
+        let limit = |c: f32, direction: Vec3, accumulated: &mut f32, a: &mut Side, b: &mut Side| {
+            let (bias, mass_scale, impulse_scale) = limit_bias(p, c, use_bias);
+            let cdot = direction.dot(b.w - a.w);
+            let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * *accumulated;
+            let old = *accumulated;
+            *accumulated = (old + impulse).max(0.0);
+            let applied = direction * (*accumulated - old);
+            a.w -= a.inv_inertia * applied;
+            b.w += b.inv_inertia * applied;
+        };
+        // The lower limit pushes B's turn up the axis, the upper down it.
+        limit(angle - j.lower, axis, &mut j.lower_impulse, a, b);
+        limit(j.upper - angle, -axis, &mut j.upper_impulse, a, b);
     }
 }

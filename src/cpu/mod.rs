@@ -324,6 +324,27 @@ impl CpuSolver {
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
     }
 
+    /// `times` iterations of the biased solve (`use_bias`) or of the relax iterations: each
+    /// sweeps the joints, then the manifolds (all of the manifolds' iterations in one call
+    /// where there are no joints).
+    fn sweeps(&mut self, use_bias: bool, times: u32) {
+        let bodies = self.params.body_contacts != 0;
+        if self.joints.is_empty() {
+            if bodies {
+                self.manifold_passes(Pass::Solve(use_bias), times);
+            }
+            return;
+        }
+        let parallel = self.pool.is_some();
+        for _ in 0..times {
+            let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
+            joints::solve(&self.params, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, use_bias);
+            if bodies {
+                self.manifold_passes(Pass::Solve(use_bias), 1);
+            }
+        }
+    }
+
     /// One step on the calling thread (inside the pool, when there is one).
     fn step_here(&mut self) {
         let p = self.params;
@@ -343,7 +364,6 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
-        let joints = !self.joints.is_empty();
         joints::prepare(&p, &mut self.joints, &self.bodies);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
@@ -358,18 +378,7 @@ impl CpuSolver {
             let parallel = self.pool.is_some();
             joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, parallel);
             stages::solve_static(&mut self.buffers());
-            if joints {
-                // Each iteration sweeps the joints, then the manifolds.
-                for _ in 0..p.iterations {
-                    let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
-                    joints::solve(&p, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, true);
-                    if bodies {
-                        self.manifold_passes(Pass::Solve(true), 1);
-                    }
-                }
-            } else if bodies {
-                self.manifold_passes(Pass::Solve(true), p.iterations);
-            }
+            self.sweeps(true, p.iterations);
             laps.lap(&mut t.solve);
             // Particles meet the bodies between the bodies' velocity solve and their motion.
             if p.particle_collisions != 0 {
@@ -398,17 +407,7 @@ impl CpuSolver {
             laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {
                 stages::relax_static(&mut self.buffers());
-                if joints {
-                    for _ in 0..p.relax_iterations {
-                        let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
-                        joints::solve(&p, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, false);
-                        if bodies {
-                            self.manifold_passes(Pass::Solve(false), 1);
-                        }
-                    }
-                } else if bodies {
-                    self.manifold_passes(Pass::Solve(false), p.relax_iterations);
-                }
+                self.sweeps(false, p.relax_iterations);
             }
         }
         // Where nothing can bounce, the restitution passes would change nothing (the overflow's
