@@ -13,14 +13,16 @@
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color.
 
+use bytemuck::Zeroable;
 use glam::{Mat3, Quat, Vec3};
 
 use rayon::prelude::*;
 
 use super::contacts::{PARALLEL_RUN, Shared};
+use super::lanes::{self, Simd};
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED,
-    JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
+    JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
 };
 use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
@@ -111,21 +113,57 @@ pub(crate) fn warm_start(
     colors: &[u32],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
-    parallel: bool,
+    run: Run,
 ) {
-    by_color(joints, colors, bodies, solver_bodies, parallel, &|j, a, b| warm_start_joint(j, a, b));
+    by_color(
+        joints,
+        colors,
+        bodies,
+        solver_bodies,
+        run,
+        &|j, a, b| warm_start_joint(j, a, b),
+        &|joints, pairs, simd| lanes::warm_start_balls(simd, joints, pairs, solver_bodies),
+    );
 }
 
+/// How the joints of a color run: on the worker threads (`parallel`), and with ball joints
+/// several at once in the SIMD lanes that `lanes` allows (the same bits as one at a time).
+#[derive(Clone, Copy)]
+pub(crate) struct Run {
+    pub(crate) parallel: bool,
+    pub(crate) lanes: Option<Simd>,
+}
+
+/// Whether a joint is a ball joint, which the lane code takes.
+fn is_ball(j: &GpuJoint) -> bool {
+    j.linear == JOINT_LINEAR_POINT && j.angular == JOINT_ANGULAR_FREE && j.flags == 0
+}
+
+/// Writes a copy's velocities back, for a body that moves under impulses.
+fn store_copy(b: &mut GpuBody, copy: &GpuBody) {
+    if b.inv_mass > 0.0 {
+        b.linear_velocity = copy.linear_velocity;
+        b.angular_velocity = copy.angular_velocity;
+    }
+}
+
+/// A pass over a full run of ball joints in lanes: the joints, copies of their bodies (A, B)
+/// and the lanes to use.
+type LanesFn<'a> = dyn Fn(&mut [GpuJoint], &mut [[GpuBody; 2]], Simd) + Sync + 'a;
+
 /// Runs `f` on every joint with its two sides, color by color, and writes the sides' velocities
-/// back. The joints of a color share no dynamic body, so with `parallel` a color's joints run
-/// on the worker threads, with the same results as in order.
+/// back; with `run.lanes`, `lanes_f` instead on each full run of that many ball joints, with
+/// copies of their bodies (A, B), whose velocities it updates. The joints of a color share no
+/// dynamic body, so with `run.parallel` a color's joints run on the worker threads, with the
+/// same results as in order.
 fn by_color(
     joints: &mut [GpuJoint],
     colors: &[u32],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
-    parallel: bool,
+    run: Run,
     f: &(dyn Fn(&mut GpuJoint, &mut Side, &mut Side) + Sync),
+    lanes_f: &LanesFn,
 ) {
     let shared = Shared::new(bodies);
     let one = |j: &mut GpuJoint| {
@@ -142,12 +180,32 @@ fn by_color(
             store(shared.item_mut(ib), &b);
         }
     };
+    let width = run.lanes.map_or(1, |simd| simd.widest() as usize);
+    let chunk = |c: &mut [GpuJoint]| match run.lanes {
+        Some(simd) if c.len() == width && c.iter().all(is_ball) => {
+            let mut pairs = [[GpuBody::zeroed(); 2]; 16];
+            for (pair, j) in pairs.iter_mut().zip(c.iter()) {
+                let (ia, ib) = (j.body_a as usize, j.body_b as usize);
+                // SAFETY: as in `one`.
+                *pair = unsafe { [shared.slice(ia..ia + 1)[0], shared.slice(ib..ib + 1)[0]] };
+            }
+            lanes_f(c, &mut pairs[..width], simd);
+            for (pair, j) in pairs.iter().zip(c.iter()) {
+                // SAFETY: as in `one`.
+                unsafe {
+                    store_copy(shared.item_mut(j.body_a as usize), &pair[0]);
+                    store_copy(shared.item_mut(j.body_b as usize), &pair[1]);
+                }
+            }
+        }
+        _ => c.iter_mut().for_each(one),
+    };
     for range in colors.windows(2) {
         let color = &mut joints[range[0] as usize..range[1] as usize];
-        if parallel && color.len() >= 2 * PARALLEL_RUN {
-            color.par_iter_mut().with_min_len(PARALLEL_RUN).for_each(one);
+        if run.parallel && color.len() >= 2 * PARALLEL_RUN {
+            color.par_chunks_mut(width).with_min_len(PARALLEL_RUN.div_ceil(width)).for_each(chunk);
         } else {
-            color.iter_mut().for_each(one);
+            color.chunks_mut(width).for_each(chunk);
         }
     }
 }
@@ -203,10 +261,18 @@ pub(crate) fn solve(
     colors: &[u32],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
-    parallel: bool,
+    run: Run,
     use_bias: bool,
 ) {
-    by_color(joints, colors, bodies, solver_bodies, parallel, &|j, a, b| solve_joint(p, j, a, b, use_bias));
+    by_color(
+        joints,
+        colors,
+        bodies,
+        solver_bodies,
+        run,
+        &|j, a, b| solve_joint(p, j, a, b, use_bias),
+        &|joints, pairs, simd| lanes::solve_balls(simd, p, joints, pairs, solver_bodies, use_bias),
+    );
 }
 
 fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use_bias: bool) {
@@ -362,5 +428,145 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         // The lower limit pushes B's turn up the axis, the upper down it.
         limit(angle - j.lower, axis, &mut j.lower_impulse, a, b);
         limit(j.upper - angle, -axis, &mut j.upper_impulse, a, b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec4;
+
+    use super::*;
+    use crate::layout::{JOINT_LINEAR_PLANE, StepParams};
+    use crate::world::CpuLanes;
+
+    /// A generator of the same numbers every run.
+    struct Numbers(u64);
+
+    impl Numbers {
+        /// In [-1, 1).
+        fn next(&mut self) -> f32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+        }
+
+        fn vec3(&mut self) -> Vec3 {
+            Vec3::new(self.next(), self.next(), self.next())
+        }
+    }
+
+    /// Bodies 0..4 static, the rest dynamic with random poses, velocities and inertias.
+    fn bodies(n: usize, r: &mut Numbers) -> (Vec<GpuBody>, Vec<GpuSolverBody>) {
+        (0..n)
+            .map(|i| {
+                let dynamic = i >= 4;
+                let q = Quat::from_xyzw(r.next(), r.next(), r.next(), r.next() + 2.0).normalize();
+                let body = GpuBody {
+                    position: r.vec3() * 10.0,
+                    inv_mass: if dynamic { 1.5 + r.next() } else { 0.0 },
+                    orientation: q,
+                    linear_velocity: r.vec3() * 3.0,
+                    angular_velocity: r.vec3() * 3.0,
+                    ..GpuBody::zeroed()
+                };
+                let inertia = if dynamic {
+                    let (d, o) = (r.vec3() * 0.5 + Vec3::splat(2.0), r.vec3() * 0.3);
+                    [Vec4::new(d.x, o.x, o.y, 0.0), Vec4::new(o.x, d.y, o.z, 0.0), Vec4::new(o.y, o.z, d.z, 0.0)]
+                } else {
+                    [Vec4::ZERO; 3]
+                };
+                let solver = GpuSolverBody {
+                    inv_inertia_world: inertia,
+                    delta_position: if dynamic { r.vec3() * 0.01 } else { Vec3::ZERO },
+                    ..GpuSolverBody::at_rest()
+                };
+                (body, solver)
+            })
+            .unzip()
+    }
+
+    /// A ball joint between `a` and `b` (or, with `plane`, a point-on-plane joint) with
+    /// random anchors, offset and impulses.
+    fn joint(a: usize, b: usize, plane: bool, r: &mut Numbers) -> GpuJoint {
+        GpuJoint {
+            body_a: a as u32,
+            body_b: b as u32,
+            angular: JOINT_ANGULAR_FREE,
+            linear: if plane { JOINT_LINEAR_PLANE } else { JOINT_LINEAR_POINT },
+            local_anchor_a: r.vec3() * 0.5,
+            local_anchor_b: r.vec3() * 0.5,
+            local_linear_axis_a: Vec3::Y,
+            delta_center: r.vec3(),
+            linear_impulse: r.vec3() * 0.1,
+            angular_impulse: r.vec3() * 0.01,
+            upper_impulse: r.next(),
+            motor_impulse: r.next(),
+            ..GpuJoint::zeroed()
+        }
+    }
+
+    /// Colors of joints that share no dynamic body: a run of pairs, a run of static anchors
+    /// (each static body shared by many joints), and a color with a joint of another kind
+    /// among ball joints; with runs of each length up to past the widest lanes.
+    fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, usize) {
+        let n = 4 + 2 * 130;
+        let mut joints = Vec::new();
+        let mut colors = vec![0];
+        for count in [1, 3, 4, 7, 8, 16, 17, 33, 130] {
+            for k in 0..count {
+                joints.push(joint(4 + 2 * k, 5 + 2 * k, false, r));
+            }
+            colors.push(joints.len() as u32);
+        }
+        for k in 0..40 {
+            joints.push(joint(k % 4, 4 + k, false, r));
+        }
+        colors.push(joints.len() as u32);
+        for k in 0..40 {
+            joints.push(joint(5 + 2 * k, 4 + 2 * k, k == 9, r));
+        }
+        colors.push(joints.len() as u32);
+        (joints, colors, n)
+    }
+
+    fn params() -> StepParams {
+        StepParams {
+            joint_bias_rate: 30.0,
+            joint_mass_scale: 0.8,
+            joint_impulse_scale: 0.1,
+            h: 1.0 / 240.0,
+            inv_h: 240.0,
+            ..StepParams::default()
+        }
+    }
+
+    /// The bits of the bodies' velocities and the joints.
+    fn bits(bodies: &[GpuBody], joints: &[GpuJoint]) -> (Vec<u32>, Vec<u32>) {
+        (bytemuck::cast_slice::<GpuBody, u32>(bodies).to_vec(), bytemuck::cast_slice::<GpuJoint, u32>(joints).to_vec())
+    }
+
+    /// The warm start, a biased and a relax sweep give the same bits with ball joints in
+    /// lanes of every width (in order and on the threads) as one joint at a time.
+    #[test]
+    fn ball_joints_in_lanes_match_one_at_a_time() {
+        let mut r = Numbers(7);
+        let (joints, colors, n) = scene(&mut r);
+        let (bodies, solver_bodies) = bodies(n, &mut r);
+        let p = params();
+        let sweep = |run: Run| {
+            let (mut joints, mut bodies) = (joints.clone(), bodies.clone());
+            warm_start(&mut joints, &colors, &mut bodies, &solver_bodies, run);
+            solve(&p, &mut joints, &colors, &mut bodies, &solver_bodies, run, true);
+            solve(&p, &mut joints, &colors, &mut bodies, &solver_bodies, run, false);
+            bits(&bodies, &joints)
+        };
+        let expected = sweep(Run { parallel: false, lanes: None });
+        assert_ne!(expected, bits(&bodies, &joints), "the sweeps changed nothing");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for lanes in [CpuLanes::Four, CpuLanes::Eight, CpuLanes::Sixteen] {
+            let simd = Simd::new(lanes);
+            assert_eq!(sweep(Run { parallel: false, lanes: Some(simd) }), expected, "{lanes:?}");
+            let threaded = pool.install(|| sweep(Run { parallel: true, lanes: Some(simd) }));
+            assert_eq!(threaded, expected, "{lanes:?} on threads");
+        }
     }
 }

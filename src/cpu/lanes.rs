@@ -41,6 +41,9 @@ use crate::layout::{GpuBody, GpuBodyProps, GpuSolverBody, KIND_DYNAMIC, KIND_STA
 use crate::math::rotate;
 use crate::world::CpuLanes;
 
+mod ball_joints;
+pub(super) use ball_joints::{solve_balls, warm_start_balls};
+
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
 /// code), comparisons to masks, and selects.
 trait Lanes:

@@ -324,6 +324,12 @@ impl CpuSolver {
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
     }
 
+    /// How the joints run: on the worker threads where there are any, and ball joints in the
+    /// solver's lanes.
+    fn joint_run(&self) -> joints::Run {
+        joints::Run { parallel: self.pool.is_some(), lanes: Some(self.simd) }
+    }
+
     /// `times` iterations of the biased solve (`use_bias`) or of the relax iterations: each
     /// sweeps the joints, then the manifolds (all of the manifolds' iterations in one call
     /// where there are no joints).
@@ -335,10 +341,10 @@ impl CpuSolver {
             }
             return;
         }
-        let parallel = self.pool.is_some();
+        let run = self.joint_run();
         for _ in 0..times {
             let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
-            joints::solve(&self.params, &mut self.joints, colors, bodies_out, &self.solver_bodies, parallel, use_bias);
+            joints::solve(&self.params, &mut self.joints, colors, bodies_out, &self.solver_bodies, run, use_bias);
             if bodies {
                 self.manifold_passes(Pass::Solve(use_bias), 1);
             }
@@ -375,8 +381,8 @@ impl CpuSolver {
             if bodies {
                 self.manifold_passes(Pass::WarmStart, 1);
             }
-            let parallel = self.pool.is_some();
-            joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, parallel);
+            let run = self.joint_run();
+            joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, run);
             stages::solve_static(&mut self.buffers());
             self.sweeps(true, p.iterations);
             laps.lap(&mut t.solve);
