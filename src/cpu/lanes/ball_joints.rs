@@ -127,6 +127,14 @@ impl<L: Lanes> Words<L> {
     }
 }
 
+/// Column `e` of a point's effective mass matrix, the anchors' relative velocity from a unit
+/// impulse along `e`: `m e + (I_b (r_b x e)) x r_b + (I_a (r_a x e)) x r_a`. (A function, not
+/// a closure: a closure would be compiled without the wider registers' features.)
+#[inline(always)]
+fn column<L: Lanes>(m: L, (ia, ra): (&M3<L>, V3<L>), (ib, rb): (&M3<L>, V3<L>), e: V3<L>) -> V3<L> {
+    e.scale(m).add(ib.mul(rb.cross(e)).cross(rb)).add(ia.mul(ra.cross(e)).cross(ra))
+}
+
 /// `cpu::joints::warm_start_joint` for `L::N` ball joints.
 #[inline(always)]
 fn warm_start<L: Lanes>(joints: &mut [GpuJoint], pairs: &mut [[GpuBody; 2]], solver_bodies: &[GpuSolverBody]) {
@@ -165,15 +173,12 @@ fn solve<L: Lanes>(
     let separation = b.dp.sub(a.dp).add(words.delta_center).add(rb.sub(ra));
     let m = a.inv_mass + b.inv_mass;
     let cdot = b.v.add(b.w.cross(rb)).sub(a.v.add(a.w.cross(ra)));
-    // Column i of K, the anchors' relative velocity from a unit impulse along axis i, with
-    // the unit axes' products computed as the one-joint code computes them.
+    // The columns of K, with the unit axes' products computed as the one-joint code computes
+    // them.
     let (zero, one) = (L::splat(0.0), L::splat(1.0));
-    let column = |e: V3<L>| {
-        e.scale(m).add(b.inv_inertia.mul(rb.cross(e)).cross(rb)).add(a.inv_inertia.mul(ra.cross(e)).cross(ra))
-    };
-    let c0 = column(V3 { x: one, y: zero, z: zero });
-    let c1 = column(V3 { x: zero, y: one, z: zero });
-    let c2 = column(V3 { x: zero, y: zero, z: one });
+    let c0 = column(m, (&a.inv_inertia, ra), (&b.inv_inertia, rb), V3 { x: one, y: zero, z: zero });
+    let c1 = column(m, (&a.inv_inertia, ra), (&b.inv_inertia, rb), V3 { x: zero, y: one, z: zero });
+    let c2 = column(m, (&a.inv_inertia, ra), (&b.inv_inertia, rb), V3 { x: zero, y: zero, z: one });
     // `math::mat3_inverse(K) * rhs`: rows of the inverse are the columns' cross products over
     // the determinant.
     let (r0, r1, r2) = (c1.cross(c2), c2.cross(c0), c0.cross(c1));
