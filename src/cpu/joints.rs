@@ -11,7 +11,8 @@
 //! limits about its axis, then the linear part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
-//! threads, is the GPU's parallel sweep of that color.
+//! threads, is the GPU's parallel sweep of that color; runs of ball joints go through the same
+//! arithmetic several at once, in SIMD lanes (`lanes::ball_joints`), with the same bits.
 
 use bytemuck::Zeroable;
 use glam::{Mat3, Quat, Vec3};

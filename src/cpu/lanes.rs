@@ -8,7 +8,8 @@
 //! [`prepare8`]) takes any, since it only reads the bodies; so do the warm start's terms
 //! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the bodies' world inverse inertia
 //! ([`world_inertia4`], [`world_inertia8`]), the velocity integration ([`integrate4`],
-//! [`integrate8`]) and a polytope's world points and planes ([`polytope_world`]). Each lane does exactly the arithmetic of the one-at-a-time code, in the
+//! [`integrate8`]) and a polytope's world points and planes ([`polytope_world`]). A color's
+//! ball joints go through the warm start and the sweeps in [`ball_joints`], up to sixteen at once. Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
 //! those of the one-at-a-time code, whatever the width, so a run gives the same bits on a
 //! machine with AVX and on one without.
@@ -1847,11 +1848,11 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Simd {
     /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`warm_terms8`],
-    /// [`world_inertia8`], [`integrate8`], [`integrate_positions8`], [`polytope_world`]), else
-    /// four at a time.
+    /// [`world_inertia8`], [`integrate8`], [`integrate_positions8`], [`polytope_world`], ball
+    /// joints), else four at a time.
     eight: bool,
-    /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`]), else eight at a
-    /// time.
+    /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`], ball joints),
+    /// else eight at a time.
     sixteen: bool,
     /// The eight-lane preparation with AVX-512's 32 registers (AVX-512F and AVX-512VL).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -1866,7 +1867,7 @@ impl Simd {
         Self { eight, sixteen, sixteen_vl: sixteen && avx512vl_detected() }
     }
 
-    /// The most manifolds one sweep takes at once.
+    /// The most manifolds (or ball joints) one sweep takes at once.
     pub(crate) fn widest(self) -> u32 {
         if self.sixteen {
             16
