@@ -153,7 +153,7 @@ struct Joint {
     local_axis_a: vec3<f32>,
     motor_speed: f32,
     local_axis_b: vec3<f32>,
-    max_motor_torque: f32,
+    max_motor_effort: f32,
     local_linear_axis_a: vec3<f32>,
     flags: u32,
     reference: vec4<f32>,

@@ -122,6 +122,8 @@ fn warm_start_joints(
     var j = joints[i];
     var a = load_side(j.body_a);
     var b = load_side(j.body_b);
+    // What acts at the anchors: the accumulated linear impulse, less what a line or plane
+    // lets go, and a slider's motor and limits along its line.
     var linear = j.linear_impulse;
     var lever_a: vec3<f32>;
     var rb: vec3<f32>;
@@ -130,11 +132,15 @@ fn warm_start_joints(
         rb = rotate(b.q, j.local_anchor_b);
     } else {
         let frame = linear_frame(j, a, b);
-        linear = acting_linear(j, rotate(a.q, j.local_linear_axis_a));
+        let u = rotate(a.q, j.local_linear_axis_a);
+        j.linear_impulse = acting_linear(j, u);
+        linear = j.linear_impulse;
+        if j.linear == JOINT_LINEAR_LINE && j.flags != 0u {
+            linear = j.linear_impulse + u * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+        }
         lever_a = frame.lever_a;
         rb = frame.rb;
     }
-    j.linear_impulse = linear;
     var angular = acting_angular(j, a, b);
     j.angular_impulse = angular;
     if j.angular == JOINT_ANGULAR_HINGE {
@@ -211,6 +217,9 @@ fn solve_joint(i: u32, use_bias: bool) {
     b.w = b.w + mat3_mul(b.inv_inertia, angular);
     if j.angular == JOINT_ANGULAR_HINGE && j.flags != 0u {
         hinge_motor_and_limits(&j, &a, &b, k, use_bias);
+    }
+    if j.linear == JOINT_LINEAR_LINE && j.flags != 0u {
+        slider_motor_and_limits(&j, &a, &b, use_bias);
     }
     // The linear part.
     let frame = linear_frame(j, a, b);
@@ -297,7 +306,7 @@ fn hinge_motor_and_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: pt
         let cdot = dot3(axis, (*b).w - (*a).w) - (*j).motor_speed;
         let impulse = -axial_mass * cdot;
         let old = (*j).motor_impulse;
-        let most = (*j).max_motor_torque * params.h;
+        let most = (*j).max_motor_effort * params.h;
         (*j).motor_impulse = clamp(old + impulse, -most, most);
         let applied = axis * ((*j).motor_impulse - old);
         (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
@@ -323,6 +332,56 @@ fn limit_row(c: f32, direction: vec3<f32>, accumulated: f32, axial_mass: f32, a:
     let applied = direction * (updated - accumulated);
     (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
     (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
+    return updated;
+}
+
+// Twin of `slider_motor_and_limits` in src/cpu/joints.rs.
+fn slider_motor_and_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, Side>, use_bias: bool) {
+    let frame = linear_frame(*j, *a, *b);
+    let u = rotate((*a).q, (*j).local_linear_axis_a);
+    let ja = cross3(frame.lever_a, u);
+    let jb = cross3(frame.rb, u);
+    let k = ((*a).inv_mass + (*b).inv_mass) + dot3(ja, mat3_mul((*a).inv_inertia, ja)) + dot3(jb, mat3_mul((*b).inv_inertia, jb));
+    let axial_mass = select(0.0, 1.0 / k, k > 0.0);
+    if ((*j).flags & JOINT_MOTOR) != 0u {
+        let cdot = slider_speed(u, ja, jb, *a, *b) - (*j).motor_speed;
+        let impulse = -axial_mass * cdot;
+        let old = (*j).motor_impulse;
+        let most = (*j).max_motor_effort * params.h;
+        (*j).motor_impulse = clamp(old + impulse, -most, most);
+        slider_push(u, ja, jb, (*j).motor_impulse - old, a, b);
+    }
+    if ((*j).flags & JOINT_LIMITED) != 0u {
+        let translation = dot3(u, frame.separation);
+        // The lower limit pushes B up the line, the upper down it.
+        (*j).lower_impulse = slider_limit_row(translation - (*j).lower, 1.0, (*j).lower_impulse, axial_mass, u, ja, jb, a, b, use_bias);
+        (*j).upper_impulse = slider_limit_row((*j).upper - translation, -1.0, (*j).upper_impulse, axial_mass, u, ja, jb, a, b, use_bias);
+    }
+}
+
+// B's anchor's speed along a slider's line relative to A (the closure `speed` in
+// src/cpu/joints.rs).
+fn slider_speed(u: vec3<f32>, ja: vec3<f32>, jb: vec3<f32>, a: Side, b: Side) -> f32 {
+    return (dot3(u, b.v - a.v) + dot3(jb, b.w)) - dot3(ja, a.w);
+}
+
+// Pushes B along a slider's line by `impulse`, and A the other way (the closure `push`).
+fn slider_push(u: vec3<f32>, ja: vec3<f32>, jb: vec3<f32>, impulse: f32, a: ptr<function, Side>, b: ptr<function, Side>) {
+    let along = u * impulse;
+    (*a).v = (*a).v - (*a).inv_mass * along;
+    (*a).w = (*a).w - mat3_mul((*a).inv_inertia, ja * impulse);
+    (*b).v = (*b).v + (*b).inv_mass * along;
+    (*b).w = (*b).w + mat3_mul((*b).inv_inertia, jb * impulse);
+}
+
+// One slider limit pushing B along `sign` times the line (the closure `limit` in
+// src/cpu/joints.rs): applies its impulse to the sides and returns its new accumulated impulse.
+fn slider_limit_row(c: f32, sign: f32, accumulated: f32, axial_mass: f32, u: vec3<f32>, ja: vec3<f32>, jb: vec3<f32>, a: ptr<function, Side>, b: ptr<function, Side>, use_bias: bool) -> f32 {
+    let scales = limit_bias(c, use_bias);
+    let cdot = sign * slider_speed(u, ja, jb, *a, *b);
+    let impulse = -axial_mass * scales.y * (cdot + scales.x) - scales.z * accumulated;
+    let updated = max(accumulated + impulse, 0.0);
+    slider_push(u, ja, jb, sign * (updated - accumulated), a, b);
     return updated;
 }
 

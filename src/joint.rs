@@ -12,7 +12,7 @@
 //! or in a plane through it (2), the line and plane turning with A; and the relative rotation
 //! free (3 angular DOF), about two axes whose angle is held (a universal joint, 2), about one
 //! common axis only (a hinge, 1) or locked (0). A hinge may
-//! have limits on its angle and a motor.
+//! have limits on its angle and a motor, and a slider limits on its translation and a motor.
 //!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
@@ -84,22 +84,25 @@ pub struct JointDesc {
     /// several joints collide only if every one of them says so.
     pub collide: bool,
     /// A hinge's lowest and highest angle, rad, within `[-π, π]`: B's turn about the axis
-    /// relative to A, 0 where they were added. Limits that leave out 0 push the hinge into
-    /// them, softly, from the first step. `None` (the default): no limit.
+    /// relative to A, 0 where they were added. Or a slider's lowest and highest translation,
+    /// m: how far B's anchor has moved along the line from A's, 0 where they were added.
+    /// Limits that leave out 0 push the joint into them, softly, from the first step. `None`
+    /// (the default): no limit.
     pub limits: Option<[f32; 2]>,
-    /// A hinge's motor. `None` (the default): no motor.
+    /// A hinge's or a slider's motor. `None` (the default): no motor.
     pub motor: Option<JointMotor>,
 }
 
-/// A hinge motor: it drives B's turn about the axis relative to A towards `speed`, with at
-/// most `max_torque`. It is a rigid constraint (no softness), solved before the hinge's limits,
-/// so that a limit stops what the motor drives.
+/// A motor: on a hinge it drives B's turn about the axis relative to A towards `speed`, with at
+/// most a torque of `max_effort`; on a slider, B's anchor's speed along the line relative to A,
+/// with at most a force of `max_effort`. It is a rigid constraint (no softness), solved before
+/// the joint's limits, so that a limit stops what the motor drives.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JointMotor {
-    /// The relative angular speed it drives towards, rad/s.
+    /// The relative speed it drives towards: rad/s on a hinge, m/s on a slider.
     pub speed: f32,
-    /// The largest torque it applies, N m (at least 0).
-    pub max_torque: f32,
+    /// The largest torque (N m, on a hinge) or force (N, on a slider) it applies, at least 0.
+    pub max_effort: f32,
 }
 
 impl JointDesc {
@@ -157,17 +160,19 @@ impl JointDesc {
         self
     }
 
-    /// The hinge with its angle held between `lower` and `upper`, rad (see
+    /// The hinge with its angle held between `lower` and `upper`, rad, or the slider with its
+    /// translation held between them, m (see
     /// [`JointDesc::limits`](JointDesc#structfield.limits)).
     pub fn limits(mut self, lower: f32, upper: f32) -> Self {
         self.limits = Some([lower, upper]);
         self
     }
 
-    /// The hinge driven towards the relative speed `speed`, rad/s, with at most `max_torque`,
-    /// N m.
-    pub fn motor(mut self, speed: f32, max_torque: f32) -> Self {
-        self.motor = Some(JointMotor { speed, max_torque });
+    /// The hinge driven towards the relative speed `speed`, rad/s, with at most the torque
+    /// `max_effort`, N m; or the slider towards `speed`, m/s, with at most the force
+    /// `max_effort`, N (see [`JointMotor`]).
+    pub fn motor(mut self, speed: f32, max_effort: f32) -> Self {
+        self.motor = Some(JointMotor { speed, max_effort });
         self
     }
 
@@ -204,13 +209,14 @@ impl JointDesc {
             other => other,
         };
         let hinge = matches!(kind, JointKind::Revolute { .. });
+        let slider = matches!(kind, JointKind::Prismatic { .. });
         if let Some([lower, upper]) = self.limits {
-            if !hinge {
-                return Err(Error::InvalidJoint { reason: "limits act on a hinge only".into() });
+            if !hinge && !slider {
+                return Err(Error::InvalidJoint { reason: "limits act on a hinge or a slider only".into() });
             }
             for value in [lower, upper] {
                 check_finite("joint limit", value, value.is_finite())?;
-                if value.abs() > std::f32::consts::PI {
+                if hinge && value.abs() > std::f32::consts::PI {
                     return Err(Error::OutOfRange { what: "joint limit", range: "[-pi, pi]", value });
                 }
             }
@@ -221,11 +227,11 @@ impl JointDesc {
             }
         }
         if let Some(motor) = self.motor {
-            if !hinge {
-                return Err(Error::InvalidJoint { reason: "a motor acts on a hinge only".into() });
+            if !hinge && !slider {
+                return Err(Error::InvalidJoint { reason: "a motor acts on a hinge or a slider only".into() });
             }
             check_finite("joint motor speed", motor.speed, motor.speed.is_finite())?;
-            check_non_negative("joint motor torque", motor.max_torque)?;
+            check_non_negative("joint motor effort", motor.max_effort)?;
         }
         Ok(Self { kind, ..self })
     }
@@ -248,8 +254,8 @@ impl JointHandle {
 }
 
 /// What a joint did in the last substep, world frame: the force it applied to body B at B's
-/// anchor, N, and the torque it applied to B besides (its angular rows, a hinge's motor and
-/// limits), N m. Body A received their opposites (the force at A's anchor). A joint's
+/// anchor (a slider's motor and limits included), N, and the torque it applied to B besides
+/// (its angular rows, a hinge's motor and limits), N m. Body A received their opposites (the force at A's anchor). A joint's
 /// accumulated impulses over the substep, divided by the substep: a breakable joint compares
 /// them with its strength.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -272,11 +278,16 @@ pub(crate) fn reactions(
     let mut out = vec![JointReaction::default(); joints.len()];
     for (j, &index) in joints.iter().zip(order) {
         let mut angular = j.angular_impulse;
+        let mut linear = j.linear_impulse;
+        let qa = bodies[j.body_a as usize].orientation;
+        let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
         if j.angular == crate::layout::JOINT_ANGULAR_HINGE {
-            let axis = crate::math::rotate(bodies[j.body_a as usize].orientation, j.local_axis_a);
-            angular += axis * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+            angular += crate::math::rotate(qa, j.local_axis_a) * axial;
         }
-        out[index as usize] = JointReaction { force: j.linear_impulse / h, torque: angular / h };
+        if j.linear == crate::layout::JOINT_LINEAR_LINE {
+            linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
+        }
+        out[index as usize] = JointReaction { force: linear / h, torque: angular / h };
     }
     out
 }

@@ -470,9 +470,10 @@ pub const JOINT_ANGULAR_LOCKED: u32 = 2;
 /// `angular` of a joint that holds the angle between an axis of A and an axis of B, and
 /// lets the bodies turn about both (2 angular DOF: a universal joint).
 pub const JOINT_ANGULAR_TWO_AXES: u32 = 3;
-/// `flags` bit of a hinge whose angle is held between `lower` and `upper`.
+/// `flags` bit of a hinge whose angle, or a slider whose translation, is held between `lower`
+/// and `upper`.
 pub const JOINT_LIMITED: u32 = 1;
-/// `flags` bit of a hinge driven towards `motor_speed` by at most `max_motor_torque`.
+/// `flags` bit of a hinge or slider driven towards `motor_speed` by at most `max_motor_effort`.
 pub const JOINT_MOTOR: u32 = 2;
 /// `linear` of a joint that holds the anchors together (0 linear DOF).
 pub const JOINT_LINEAR_POINT: u32 = 0;
@@ -498,21 +499,24 @@ pub struct GpuJoint {
     pub linear: u32,
     /// The anchor in A's principal frame, from A's centre of mass, m.
     pub local_anchor_a: Vec3,
-    /// A hinge's lowest angle, rad (with [`JOINT_LIMITED`]), from the middle of its limits.
+    /// A hinge's lowest angle, rad, from the middle of its limits, or a slider's lowest
+    /// translation, m (with [`JOINT_LIMITED`]).
     pub lower: f32,
     /// The anchor in B's principal frame, from B's centre of mass, m.
     pub local_anchor_b: Vec3,
-    /// A hinge's highest angle, rad (with [`JOINT_LIMITED`]), from the middle of its limits.
+    /// A hinge's highest angle, rad, from the middle of its limits, or a slider's highest
+    /// translation, m (with [`JOINT_LIMITED`]).
     pub upper: f32,
     /// A hinge's axis, or a universal joint's axis on A, in A's principal frame.
     pub local_axis_a: Vec3,
-    /// A hinge motor's speed, B's turn about the axis relative to A's, rad/s (with
-    /// [`JOINT_MOTOR`]).
+    /// A motor's speed (with [`JOINT_MOTOR`]): a hinge's, B's turn about the axis relative to
+    /// A's, rad/s; a slider's, B's anchor's along the line relative to A, m/s.
     pub motor_speed: f32,
     /// A hinge's axis, or a universal joint's axis on B, in B's principal frame.
     pub local_axis_b: Vec3,
-    /// A hinge motor's largest torque, N m (with [`JOINT_MOTOR`]).
-    pub max_motor_torque: f32,
+    /// A motor's largest torque, N m (a hinge's), or force, N (a slider's) (with
+    /// [`JOINT_MOTOR`]).
+    pub max_motor_effort: f32,
     /// The direction of a slider's line, or the normal of a point-on-plane joint's plane, in
     /// A's principal frame.
     pub local_linear_axis_a: Vec3,
@@ -984,11 +988,13 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
         // turned to the middle of the limits: the angle wraps at ±π from there, as far from
         // both limits as it can be, and the limits are kept relative to it.
         let across = if axis == Vec3::ZERO { Vec3::ZERO } else { crate::math::tangent_basis(axis).0 };
-        let middle = joint.limits.map_or(0.0, |l| 0.5 * (l[0] + l[1]));
+        // (A slider's limits are translations from where its anchors were together, as given.)
+        let hinge = angular == JOINT_ANGULAR_HINGE;
+        let middle = joint.limits.filter(|_| hinge).map_or(0.0, |l| 0.5 * (l[0] + l[1]));
         let reference_direction_a = if middle == 0.0 { across } else { Quat::from_axis_angle(axis, middle) * across };
         let reference_direction_b = across;
         let (lower, upper) = joint.limits.map_or((0.0, 0.0), |l| (l[0] - middle, l[1] - middle));
-        let (motor_speed, max_motor_torque) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_torque));
+        let (motor_speed, max_motor_effort) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_effort));
         let flags = if joint.limits.is_some() { JOINT_LIMITED } else { 0 }
             | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
         colored.push((
@@ -1006,7 +1012,7 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
                 lower,
                 upper,
                 motor_speed,
-                max_motor_torque,
+                max_motor_effort,
                 flags,
                 local_anchor_a: rotate_inv(qa, joint.anchor - a.position),
                 local_anchor_b: rotate_inv(qb, joint.anchor - b.position),

@@ -134,7 +134,7 @@ fn host_structs_match_wgsl_layout() {
             local_axis_a,
             motor_speed,
             local_axis_b,
-            max_motor_torque,
+            max_motor_effort,
             local_linear_axis_a,
             flags,
             reference,

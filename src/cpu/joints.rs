@@ -8,7 +8,7 @@
 //! each a soft constraint in the biased solve
 //! (bias from the position error of the moment, scaled by [`StepParams::joint_bias_rate`]) and
 //! rigid in the relax iterations. The angular block is solved first, then a hinge's motor and
-//! limits about its axis, then the linear part. The position error is measured from the bodies' motion
+//! limits about its axis or a slider's along its line, then the linear part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color; runs of ball joints go through the same
@@ -235,13 +235,21 @@ fn acting_linear(j: &GpuJoint, u: Vec3) -> Vec3 {
 }
 
 fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
+    // What acts at the anchors: the accumulated linear impulse, less what a line or plane
+    // lets go, and a slider's motor and limits along its line.
     let (linear, lever_a, rb) = if j.linear == JOINT_LINEAR_POINT {
         (j.linear_impulse, rotate(a.q, j.local_anchor_a), rotate(b.q, j.local_anchor_b))
     } else {
         let (_, rb, _, lever_a) = linear_frame(j, a, b);
-        (acting_linear(j, rotate(a.q, j.local_linear_axis_a)), lever_a, rb)
+        let u = rotate(a.q, j.local_linear_axis_a);
+        j.linear_impulse = acting_linear(j, u);
+        let linear = if j.linear == JOINT_LINEAR_LINE && j.flags != 0 {
+            j.linear_impulse + u * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse)
+        } else {
+            j.linear_impulse
+        };
+        (linear, lever_a, rb)
     };
-    j.linear_impulse = linear;
     let mut angular = acting_angular(j, a, b);
     j.angular_impulse = angular;
     if j.angular == JOINT_ANGULAR_HINGE {
@@ -331,6 +339,9 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     if j.angular == JOINT_ANGULAR_HINGE && j.flags != 0 {
         hinge_motor_and_limits(p, j, a, b, k, use_bias);
     }
+    if j.linear == JOINT_LINEAR_LINE && j.flags != 0 {
+        slider_motor_and_limits(p, j, a, b, use_bias);
+    }
     // The linear part: the anchors' relative velocity, and their separation for the bias.
     let (ra, rb, separation, lever_a) = linear_frame(j, a, b);
     let m = a.inv_mass + b.inv_mass;
@@ -381,9 +392,10 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     b.w += b.inv_inertia * rb.cross(linear);
 }
 
-/// The velocity bias, mass scale and impulse scale of a hinge limit whose angle is `c` inside
-/// it: a limit not yet reached (`c > 0`) lets the hinge close the gap within the substep and no
-/// further; one passed is pushed back softly in the biased solve, as the joint is.
+/// The velocity bias, mass scale and impulse scale of a hinge's or slider's limit that the
+/// joint is `c` inside (an angle or a translation): a limit not yet reached (`c > 0`) lets the
+/// joint close the gap within the substep and no further; one passed is pushed back softly in
+/// the biased solve, as the joint is.
 fn limit_bias(p: &StepParams, c: f32, use_bias: bool) -> (f32, f32, f32) {
     if c > 0.0 {
         (c * p.inv_h, 1.0, 0.0)
@@ -405,7 +417,7 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         let cdot = axis.dot(b.w - a.w) - j.motor_speed;
         let impulse = -axial_mass * cdot;
         let old = j.motor_impulse;
-        let most = j.max_motor_torque * p.h;
+        let most = j.max_motor_effort * p.h;
         j.motor_impulse = (old + impulse).clamp(-most, most);
         let applied = axis * (j.motor_impulse - old);
         a.w -= a.inv_inertia * applied;
@@ -429,6 +441,50 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         // The lower limit pushes B's turn up the axis, the upper down it.
         limit(angle - j.lower, axis, &mut j.lower_impulse, a, b);
         limit(j.upper - angle, -axis, &mut j.upper_impulse, a, b);
+    }
+}
+
+/// A slider's motor (rigid, its accumulated impulse within the force it may apply over the
+/// substep) and then its lower and upper limits (each pushing one way only), along its line,
+/// as Box2D v3 solves a prismatic joint's. Each is one row on B's anchor's velocity along the
+/// line relative to the point of A under it (A's lever arm reaches B's anchor, as for the rows
+/// across the line), and a limit's position is B's anchor's translation along the line.
+fn slider_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use_bias: bool) {
+    let (_, rb, separation, lever_a) = linear_frame(j, a, b);
+    let u = rotate(a.q, j.local_linear_axis_a);
+    let (ja, jb) = (lever_a.cross(u), rb.cross(u));
+    let k = (a.inv_mass + b.inv_mass) + ja.dot(a.inv_inertia * ja) + jb.dot(b.inv_inertia * jb);
+    let axial_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
+    let speed = |a: &Side, b: &Side| (u.dot(b.v - a.v) + jb.dot(b.w)) - ja.dot(a.w);
+    // Pushes B along the line by `impulse`, and A the other way.
+    let push = |impulse: f32, a: &mut Side, b: &mut Side| {
+        let along = u * impulse;
+        a.v -= a.inv_mass * along;
+        a.w -= a.inv_inertia * (ja * impulse);
+        b.v += b.inv_mass * along;
+        b.w += b.inv_inertia * (jb * impulse);
+    };
+    if j.flags & JOINT_MOTOR != 0 {
+        let cdot = speed(a, b) - j.motor_speed;
+        let impulse = -axial_mass * cdot;
+        let old = j.motor_impulse;
+        let most = j.max_motor_effort * p.h;
+        j.motor_impulse = (old + impulse).clamp(-most, most);
+        push(j.motor_impulse - old, a, b);
+    }
+    if j.flags & JOINT_LIMITED != 0 {
+        let translation = u.dot(separation);
+        // `sign` 1 pushes B up the line (the lower limit), -1 down it (the upper).
+        let limit = |c: f32, sign: f32, accumulated: &mut f32, a: &mut Side, b: &mut Side| {
+            let (bias, mass_scale, impulse_scale) = limit_bias(p, c, use_bias);
+            let cdot = sign * speed(a, b);
+            let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * *accumulated;
+            let old = *accumulated;
+            *accumulated = (old + impulse).max(0.0);
+            push(sign * (*accumulated - old), a, b);
+        };
+        limit(translation - j.lower, 1.0, &mut j.lower_impulse, a, b);
+        limit(j.upper - translation, -1.0, &mut j.upper_impulse, a, b);
     }
 }
 
