@@ -12,3 +12,7 @@ struct JointRange {
 @group(0) @binding(2) var<storage, read> solver_bodies: array<SolverBody>;
 @group(0) @binding(3) var<storage, read_write> joints: array<Joint>;
 @group(0) @binding(4) var<uniform> range: JointRange;
+// Read and written by the preparation only: when each joint breaks (`GpuJointBreak`), and the
+// bodies' no-contact lists, from which a joint that breaks takes its entries.
+@group(0) @binding(5) var<storage, read> joint_breaks: array<JointBreak>;
+@group(0) @binding(6) var<storage, read_write> topology: array<u32>;

@@ -169,6 +169,14 @@ struct Joint {
     _pad1: f32,
 }
 
+// When a joint breaks, and where its bodies' no-contact entries are (`GpuJointBreak`).
+struct JointBreak {
+    force: f32,
+    torque: f32,
+    entry_a: u32,
+    entry_b: u32,
+}
+
 struct Pair {
     a: u32,
     b: u32,

@@ -43,6 +43,25 @@ fn prepare_joints(
         return;
     }
     var j = joints[i];
+    // Twin of `break_if_overloaded` in src/cpu/joints.rs.
+    if (j.flags & JOINT_BROKEN) == 0u {
+        let loads = joint_breaks[i];
+        let impulses = reaction_impulses(j, bodies[j.body_a].orientation);
+        if length3(impulses[0]) > loads.force * params.h || length3(impulses[1]) > loads.torque * params.h {
+            j.flags = j.flags | JOINT_BROKEN;
+            j.linear_impulse = vec3<f32>(0.0);
+            j.angular_impulse = vec3<f32>(0.0);
+            j.lower_impulse = 0.0;
+            j.upper_impulse = 0.0;
+            j.motor_impulse = 0.0;
+            if loads.entry_a != NO_BODY {
+                topology[loads.entry_a] = NO_BODY;
+            }
+            if loads.entry_b != NO_BODY {
+                topology[loads.entry_b] = NO_BODY;
+            }
+        }
+    }
     j.delta_center = bodies[j.body_b].position - bodies[j.body_a].position;
     j.linear_impulse = params.warm_start_scale * j.linear_impulse;
     j.angular_impulse = params.warm_start_scale * j.angular_impulse;
@@ -50,6 +69,21 @@ fn prepare_joints(
     j.upper_impulse = params.warm_start_scale * j.upper_impulse;
     j.motor_impulse = params.warm_start_scale * j.motor_impulse;
     joints[i] = j;
+}
+
+// Twin of `joint::reaction_impulses`: the joint's linear and angular impulses on B over its
+// last substep, a slider's and a hinge's motor and limits included; `qa` is A's orientation.
+fn reaction_impulses(j: Joint, qa: vec4<f32>) -> array<vec3<f32>, 2> {
+    var linear = j.linear_impulse;
+    var angular = j.angular_impulse;
+    let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
+    if j.angular == JOINT_ANGULAR_HINGE {
+        angular = angular + rotate(qa, j.local_axis_a) * axial;
+    }
+    if j.linear == JOINT_LINEAR_LINE {
+        linear = linear + rotate(qa, j.local_linear_axis_a) * axial;
+    }
+    return array<vec3<f32>, 2>(linear, angular);
 }
 
 fn hinge_axis(j: Joint, a: Side) -> vec3<f32> {
@@ -120,6 +154,9 @@ fn warm_start_joints(
         return;
     }
     var j = joints[i];
+    if (j.flags & JOINT_BROKEN) != 0u {
+        return;
+    }
     var a = load_side(j.body_a);
     var b = load_side(j.body_b);
     // What acts at the anchors: the accumulated linear impulse, less what a line or plane
@@ -157,6 +194,9 @@ fn warm_start_joints(
 
 fn solve_joint(i: u32, use_bias: bool) {
     var j = joints[i];
+    if (j.flags & JOINT_BROKEN) != 0u {
+        return;
+    }
     var a = load_side(j.body_a);
     var b = load_side(j.body_b);
     var rate = 0.0;

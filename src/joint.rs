@@ -14,6 +14,9 @@
 //! common axis only (a hinge, 1) or locked (0). A hinge may
 //! have limits on its angle and a motor, and a slider limits on its translation and a motor.
 //!
+//! A joint may break ([`JointDesc::breaks_at`]): after each step, one whose force or torque
+//! passed its loads holds nothing from then on, and its bodies collide again.
+//!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
 //! graph-colored once when a solver is built, so that no two joints of one color share a
@@ -91,6 +94,21 @@ pub struct JointDesc {
     pub limits: Option<[f32; 2]>,
     /// A hinge's or a slider's motor. `None` (the default): no motor.
     pub motor: Option<JointMotor>,
+    /// The loads at which the joint breaks. `None` (the default): it never does.
+    pub breaking: Option<JointBreaking>,
+}
+
+/// The loads a joint bears before it breaks: after each step, a joint whose reaction over
+/// the step's last substep ([`JointReaction`]) exceeded either of them is broken for good. It
+/// holds nothing from the next step on, and its two bodies collide with each other again
+/// (unless another joint between them keeps them apart). The GPU decides it on the GPU, with
+/// no readback, in the same arithmetic as the CPU.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointBreaking {
+    /// The largest force on B at its anchor, N (above 0; infinite for no limit).
+    pub force: f32,
+    /// The largest torque on B besides, N m (above 0; infinite for no limit).
+    pub torque: f32,
 }
 
 /// A motor: on a hinge it drives B's turn about the axis relative to A towards `speed`, with at
@@ -108,22 +126,58 @@ pub struct JointMotor {
 impl JointDesc {
     /// A ball-and-socket joint at `anchor` (world frame).
     pub fn spherical(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Spherical, collide: false, limits: None, motor: None }
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::Spherical,
+            collide: false,
+            limits: None,
+            motor: None,
+            breaking: None,
+        }
     }
 
     /// A hinge at `anchor` turning about `axis` (world frame).
     pub fn revolute(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Revolute { axis }, collide: false, limits: None, motor: None }
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::Revolute { axis },
+            collide: false,
+            limits: None,
+            motor: None,
+            breaking: None,
+        }
     }
 
     /// A weld holding the bodies' relative pose, its anchor at `anchor` (world frame).
     pub fn fixed(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Fixed, collide: false, limits: None, motor: None }
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::Fixed,
+            collide: false,
+            limits: None,
+            motor: None,
+            breaking: None,
+        }
     }
 
     /// A slider along `axis` through `anchor` (world frame).
     pub fn prismatic(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3, axis: Vec3) -> Self {
-        Self { body_a, body_b, anchor, kind: JointKind::Prismatic { axis }, collide: false, limits: None, motor: None }
+        Self {
+            body_a,
+            body_b,
+            anchor,
+            kind: JointKind::Prismatic { axis },
+            collide: false,
+            limits: None,
+            motor: None,
+            breaking: None,
+        }
     }
 
     /// A universal joint at `anchor`, A turning about `axis_a` and B about `axis_b` (world
@@ -137,6 +191,7 @@ impl JointDesc {
             collide: false,
             limits: None,
             motor: None,
+            breaking: None,
         }
     }
 
@@ -150,6 +205,7 @@ impl JointDesc {
             collide: false,
             limits: None,
             motor: None,
+            breaking: None,
         }
     }
 
@@ -173,6 +229,13 @@ impl JointDesc {
     /// `max_effort`, N (see [`JointMotor`]).
     pub fn motor(mut self, speed: f32, max_effort: f32) -> Self {
         self.motor = Some(JointMotor { speed, max_effort });
+        self
+    }
+
+    /// The joint breaking once its force exceeds `force`, N, or its torque `torque`, N m (see
+    /// [`JointBreaking`]; `f32::INFINITY` for no limit on one of them).
+    pub fn breaks_at(mut self, force: f32, torque: f32) -> Self {
+        self.breaking = Some(JointBreaking { force, torque });
         self
     }
 
@@ -233,6 +296,14 @@ impl JointDesc {
             check_finite("joint motor speed", motor.speed, motor.speed.is_finite())?;
             check_non_negative("joint motor effort", motor.max_effort)?;
         }
+        if let Some(breaking) = self.breaking {
+            for (what, value) in [("joint breaking force", breaking.force), ("joint breaking torque", breaking.torque)]
+            {
+                if value.is_nan() || value <= 0.0 {
+                    return Err(Error::OutOfRange { what, range: "(0, inf]", value });
+                }
+            }
+        }
         Ok(Self { kind, ..self })
     }
 }
@@ -256,14 +327,17 @@ impl JointHandle {
 /// What a joint did in the last substep, world frame: the force it applied to body B at B's
 /// anchor (a slider's motor and limits included), N, and the torque it applied to B besides
 /// (its angular rows, a hinge's motor and limits), N m. Body A received their opposites (the force at A's anchor). A joint's
-/// accumulated impulses over the substep, divided by the substep: a breakable joint compares
-/// them with its strength.
+/// accumulated impulses over the substep, divided by the substep, which a joint that breaks
+/// ([`JointBreaking`]) compares with its loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct JointReaction {
     /// Force on B at its anchor, N.
     pub force: Vec3,
     /// Torque on B besides the force's, N m.
     pub torque: Vec3,
+    /// Whether the joint has broken ([`JointBreaking`]); a broken joint's force and torque are
+    /// zero.
+    pub broken: bool,
 }
 
 /// The reactions of `joints` (as packed, by color) in the order they were added (`order[k]` is
@@ -277,17 +351,24 @@ pub(crate) fn reactions(
 ) -> Vec<JointReaction> {
     let mut out = vec![JointReaction::default(); joints.len()];
     for (j, &index) in joints.iter().zip(order) {
-        let mut angular = j.angular_impulse;
-        let mut linear = j.linear_impulse;
-        let qa = bodies[j.body_a as usize].orientation;
-        let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
-        if j.angular == crate::layout::JOINT_ANGULAR_HINGE {
-            angular += crate::math::rotate(qa, j.local_axis_a) * axial;
-        }
-        if j.linear == crate::layout::JOINT_LINEAR_LINE {
-            linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
-        }
-        out[index as usize] = JointReaction { force: linear / h, torque: angular / h };
+        let (linear, angular) = reaction_impulses(j, bodies[j.body_a as usize].orientation);
+        let broken = j.flags & crate::layout::JOINT_BROKEN != 0;
+        out[index as usize] = JointReaction { force: linear / h, torque: angular / h, broken };
     }
     out
+}
+
+/// A joint's impulses on B over its last substep, linear (a slider's motor and limits
+/// included) and angular (a hinge's included), with A's orientation `qa` now. The twin of
+/// `reaction_impulses` in shaders/joints.wgsl, which breaks joints by it as the CPU does.
+pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat) -> (Vec3, Vec3) {
+    let (mut linear, mut angular) = (j.linear_impulse, j.angular_impulse);
+    let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
+    if j.angular == crate::layout::JOINT_ANGULAR_HINGE {
+        angular += crate::math::rotate(qa, j.local_axis_a) * axial;
+    }
+    if j.linear == crate::layout::JOINT_LINEAR_LINE {
+        linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
+    }
+    (linear, angular)
 }

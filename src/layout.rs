@@ -475,6 +475,10 @@ pub const JOINT_ANGULAR_TWO_AXES: u32 = 3;
 pub const JOINT_LIMITED: u32 = 1;
 /// `flags` bit of a hinge or slider driven towards `motor_speed` by at most `max_motor_effort`.
 pub const JOINT_MOTOR: u32 = 2;
+/// `flags` bit of a joint that has broken ([`GpuJointBreak`]): it holds nothing any more.
+pub const JOINT_BROKEN: u32 = 4;
+/// A `topology` entry of a no-contact list that names no body (its joint broke).
+pub const NO_BODY: u32 = u32::MAX;
 /// `linear` of a joint that holds the anchors together (0 linear DOF).
 pub const JOINT_LINEAR_POINT: u32 = 0;
 /// `linear` of a joint that lets B's anchor move along a line through A's (1 linear DOF).
@@ -549,6 +553,23 @@ pub struct GpuJoint {
     pub _pad1: f32,
 }
 const _: () = assert!(size_of::<GpuJoint>() == 192);
+
+/// When a joint breaks, and where its bodies' no-contact entries are (read only by the
+/// once-a-step preparation, so it stays out of the joint record the sweeps read). 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuJointBreak {
+    /// The largest force on B (its linear impulses over a substep), N; `f32::MAX` for none.
+    pub force: f32,
+    /// The largest torque on B besides, N m; `f32::MAX` for none.
+    pub torque: f32,
+    /// Where in `topology` A's no-contact list names B for this joint, or [`NO_BODY`] when the
+    /// bodies collide anyway: overwritten with [`NO_BODY`] when the joint breaks.
+    pub entry_a: u32,
+    /// Where B's list names A for this joint, or [`NO_BODY`].
+    pub entry_b: u32,
+}
+const _: () = assert!(size_of::<GpuJointBreak>() == 16);
 
 /// Per-step constants, written once when the solver is built (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
@@ -822,6 +843,8 @@ pub(crate) struct Packed {
     pub joint_colors: Vec<u32>,
     /// The world's index of each of `joints`.
     pub joint_order: Vec<u32>,
+    /// Each of `joints`' breaking loads and no-contact entries.
+    pub joint_breaks: Vec<GpuJointBreak>,
 }
 
 impl Packed {
@@ -899,19 +922,35 @@ impl Packed {
         let ShapeTables { shapes, geometry, mut topology, .. } = tables;
         let (joints, joint_colors, joint_order) = pack_joints(world, &bodies);
         // Each body's list of the bodies a joint keeps it from colliding with, after the shapes'
-        // topology.
-        let mut no_contact: Vec<Vec<u32>> = vec![Vec::new(); world.bodies.len()];
-        for joint in world.joints.iter().filter(|j| !j.collide) {
-            no_contact[joint.body_a.index()].push(joint.body_b.0);
-            no_contact[joint.body_b.index()].push(joint.body_a.0);
+        // topology: one entry per joint (a joint that breaks clears its own, and two bodies
+        // joined twice stay apart while either joint holds).
+        let mut no_contact: Vec<Vec<(u32, usize)>> = vec![Vec::new(); world.bodies.len()];
+        for (index, joint) in world.joints.iter().enumerate().filter(|(_, j)| !j.collide) {
+            no_contact[joint.body_a.index()].push((joint.body_b.0, index));
+            no_contact[joint.body_b.index()].push((joint.body_a.0, index));
         }
-        for (list, pr) in no_contact.iter_mut().zip(&mut props) {
-            list.sort_unstable();
-            list.dedup();
+        // Each joint's entries in A's list and in B's, by the world's order.
+        let mut entries = vec![[NO_BODY; 2]; world.joints.len()];
+        for (body, (list, pr)) in no_contact.iter().zip(&mut props).enumerate() {
             pr.no_contact_first = topology.len() as u32;
             pr.no_contact_count = list.len() as u32;
-            topology.extend_from_slice(list);
+            for &(other, index) in list {
+                let side = usize::from(world.joints[index].body_a.index() != body);
+                entries[index][side] = topology.len() as u32;
+                topology.push(other);
+            }
         }
+        let joint_breaks = joint_order
+            .iter()
+            .map(|&index| {
+                let joint = &world.joints[index as usize];
+                // A load beyond any f32 never breaks the joint; the GPU compares finite numbers.
+                let most = |x: f32| x.min(f32::MAX);
+                let (force, torque) = joint.breaking.map_or((f32::MAX, f32::MAX), |b| (most(b.force), most(b.torque)));
+                let [entry_a, entry_b] = entries[index as usize];
+                GpuJointBreak { force, torque, entry_a, entry_b }
+            })
+            .collect();
         Self {
             params: StepParams { origin_point, ..StepParams::new(world, slot_count) },
             bodies,
@@ -928,6 +967,7 @@ impl Packed {
             joints,
             joint_colors,
             joint_order,
+            joint_breaks,
             frames,
             slot_count,
         }

@@ -621,6 +621,169 @@ fn a_universal_joint_holds_the_angle_between_its_axes() {
     }
 }
 
+/// A 1 kg sphere (radius 0.1 m) on a ball joint 1 m from a fixed pivot, let go horizontal, on
+/// a joint that breaks above twice its weight. The compound pendulum's tension at angle θ
+/// from the vertical is `m g cos θ (1 + 2 m L² / I_pivot)` (2.992 m g cos θ), so the joint
+/// breaks at θ = 48.05°: the joint says so after the step whose tension first passed the
+/// load, and θ then and one step before bracket 48.05° within 1°. From then on the sphere is a
+/// projectile: its velocity changes by g t within 1e-3 m/s over the next 0.5 s. A second
+/// sphere on a joint that breaks above 3.3 m g swings through the bottom (2.992 m g) for 2 s
+/// and never breaks.
+#[test]
+fn a_joint_breaks_where_its_tension_passes_its_strength() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let bob = |world: &mut World, z: f32, strength: f32| {
+        let b = world
+            .add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).mass(1.0).position(Vec3::new(1.0, 0.0, z)))
+            .unwrap();
+        let joint = JointDesc::spherical(p, b, Vec3::new(0.0, 0.0, z)).breaks_at(strength * 9.81, f32::INFINITY);
+        (b, world.add_joint(joint).unwrap())
+    };
+    let ((weak, weak_joint), (strong, strong_joint)) = (bob(&mut world, 0.0, 2.0), bob(&mut world, 1.0, 3.3));
+    let inertia: f32 = 0.4 * 0.1 * 0.1 + 1.0;
+    let expected = (2.0 / (1.0 + 2.0 / inertia)).acos().to_degrees();
+    for mut solver in common::solvers(&world) {
+        let mut angles = Vec::new();
+        let mut broke_after = None;
+        for step in 0..120 {
+            solver.step();
+            let s = solver.body_states().unwrap()[weak.index()];
+            angles.push(s.position.x.atan2(-s.position.y).to_degrees());
+            let reactions = solver.joint_reactions().unwrap();
+            assert!(!reactions[strong_joint.index()].broken, "{}: the strong joint broke", solver.backend());
+            if broke_after.is_none() && reactions[weak_joint.index()].broken {
+                assert_eq!(reactions[weak_joint.index()].force, Vec3::ZERO);
+                broke_after = Some(step);
+            }
+        }
+        let k = broke_after.unwrap_or_else(|| panic!("{}: the weak joint never broke", solver.backend()));
+        // Step k's preparation broke it, from the tension at the end of step k - 1.
+        let (after, before) = (angles[k - 1], angles[k - 2]);
+        eprintln!(
+            "{}: broke after step {k}, between {before:.2}° and {after:.2}° (expected {expected:.2}°)",
+            solver.backend()
+        );
+        assert!(
+            after - 1.0 <= expected && expected <= before + 1.0,
+            "{}: broke between {before}° and {after}°, expected {expected}°",
+            solver.backend()
+        );
+        let strong_state = solver.body_states().unwrap()[strong.index()];
+        assert!(strong_state.position.y < 0.0, "{}: the strong bob did not swing", solver.backend());
+    }
+    // The projectile, on a fresh run.
+    for mut solver in common::solvers(&world) {
+        let mut k = 0;
+        while !solver.joint_reactions().unwrap()[weak_joint.index()].broken {
+            solver.step();
+            k += 1;
+            assert!(k < 120, "{}: the weak joint never broke", solver.backend());
+        }
+        let start = solver.body_states().unwrap()[weak.index()].linear_velocity;
+        solver.step_many(30);
+        let end = solver.body_states().unwrap()[weak.index()].linear_velocity;
+        let change = end - start - Vec3::new(0.0, -9.81 * 0.5, 0.0);
+        assert!(change.length() < 1e-3, "{}: the free bob's velocity went {start} -> {end}", solver.backend());
+    }
+}
+
+/// A 1 kg bar 1 m long welded at one end to a fixed pivot: the weld carries the moment
+/// 0.5 m g (4.905 N m) about its anchor. A weld that breaks above 4 N m breaks in the first
+/// three steps, and the bar falls freely from then on (its velocity changes by g t within
+/// 1e-3 m/s); one that breaks above 6 N m holds it for 2 s (the torque peaks at 5.62 N m as
+/// the soft weld catches the bar, and settles at 4.905).
+#[test]
+fn a_weld_breaks_when_its_torque_passes_its_strength() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let bar = |world: &mut World, z: f32, torque: f32| {
+        let b = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.05, 0.05)))
+                    .mass(1.0)
+                    .position(Vec3::new(0.5, 0.0, z)),
+            )
+            .unwrap();
+        let joint = JointDesc::fixed(p, b, Vec3::new(0.0, 0.0, z)).breaks_at(f32::INFINITY, torque);
+        (b, world.add_joint(joint).unwrap())
+    };
+    let ((weak, weak_joint), (strong, strong_joint)) = (bar(&mut world, 0.0, 4.0), bar(&mut world, 1.0, 6.0));
+    for mut solver in common::solvers(&world) {
+        let (mut peak, mut broke) = (0.0_f32, None);
+        for step in 0..120 {
+            solver.step();
+            let reactions = solver.joint_reactions().unwrap();
+            peak = peak.max(reactions[strong_joint.index()].torque.length());
+            assert!(!reactions[strong_joint.index()].broken, "{}: the strong weld broke", solver.backend());
+            if broke.is_none() && reactions[weak_joint.index()].broken {
+                broke = Some((step, solver.body_states().unwrap()[weak.index()].linear_velocity));
+            }
+        }
+        let (k, start) = broke.unwrap_or_else(|| panic!("{}: the weak weld held", solver.backend()));
+        assert!(k < 3, "{}: the weak weld broke after step {k}", solver.backend());
+        let states = solver.body_states().unwrap();
+        let reactions = solver.joint_reactions().unwrap();
+        eprintln!(
+            "{}: the weak weld broke after step {k}; the strong weld's torque peaked at {peak:.3} N m (static 4.905); the weak bar at {}",
+            solver.backend(),
+            states[weak.index()].position
+        );
+        assert!(reactions[weak_joint.index()].broken, "{}: the weak weld mended", solver.backend());
+        let end = states[weak.index()].linear_velocity;
+        let change = end - start - Vec3::new(0.0, -9.81 * (119 - k) as f32 / 60.0, 0.0);
+        assert!(change.length() < 1e-3, "{}: the free bar's velocity went {start} -> {end}", solver.backend());
+        assert!(
+            states[strong.index()].position.y.abs() < 1e-3,
+            "{}: {}",
+            solver.backend(),
+            states[strong.index()].position
+        );
+    }
+}
+
+/// Joined bodies that a joint kept from colliding collide once it breaks: a 1 kg box resting
+/// on a fixed slab, on a ball joint that breaks above half its weight, is held by the slab
+/// once the joint has broken (at its centre's height within 2 mm after 1 s; it would fall
+/// through without the contact). Another box overlapping a slab by 5 cm, held by a weld and by
+/// a ball joint that breaks, stays where it is within 1 mm: the weld still keeps the pair
+/// from colliding.
+#[test]
+fn a_broken_joint_lets_its_bodies_collide() {
+    let mut world = world();
+    let slab = |world: &mut World, x: f32| {
+        world
+            .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.5, 0.1, 0.5))).position(Vec3::new(x, -0.1, 0.0)))
+            .unwrap()
+    };
+    let (first, second) = (slab(&mut world, 0.0), slab(&mut world, 3.0));
+    let cube = |world: &mut World, at: Vec3| {
+        world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).mass(1.0).position(at)).unwrap()
+    };
+    let resting = cube(&mut world, Vec3::new(0.0, 0.1, 0.0));
+    let breaking =
+        world.add_joint(JointDesc::spherical(first, resting, Vec3::new(0.0, 0.1, 0.0)).breaks_at(4.9, 100.0)).unwrap();
+    let sunk_at = Vec3::new(3.0, 0.05, 0.0);
+    let sunk = cube(&mut world, sunk_at);
+    world.add_joint(JointDesc::fixed(second, sunk, sunk_at)).unwrap();
+    let second_breaking = world.add_joint(JointDesc::spherical(second, sunk, sunk_at).breaks_at(1e-3, 1e-3)).unwrap();
+    for mut solver in common::solvers(&world) {
+        solver.step_many(60);
+        let states = solver.body_states().unwrap();
+        let reactions = solver.joint_reactions().unwrap();
+        let (r, s) = (states[resting.index()], states[sunk.index()]);
+        eprintln!("{}: the resting box at {}, the sunk box at {}", solver.backend(), r.position, s.position);
+        assert!(
+            reactions[breaking.index()].broken && reactions[second_breaking.index()].broken,
+            "{}",
+            solver.backend()
+        );
+        assert!((r.position.y - 0.1).abs() < 2e-3, "{}: the box is at {}", solver.backend(), r.position);
+        assert!(r.linear_velocity.length() < 1e-2, "{}: the box moves at {}", solver.backend(), r.linear_velocity);
+        assert!((s.position - sunk_at).length() < 1e-3, "{}: the sunk box moved to {}", solver.backend(), s.position);
+    }
+}
+
 /// Joint reactions balance the loads at rest: two 1 kg spheres hanging in a chain from a
 /// fixed pivot (the top joint carries 2 m g, the lower m g, each as an upward force on the
 /// sphere below), and a 1 kg bar welded at one end, its centre 0.55 m out (the weld carries
@@ -718,6 +881,15 @@ fn bad_joints_are_refused() {
     assert!(matches!(world.add_joint(hinge_at(bob).motor(f32::INFINITY, 1.0)), Err(Error::NonFinite { .. })));
     assert!(matches!(world.add_joint(hinge_at(bob).motor(1.0, -1.0)), Err(Error::OutOfRange { .. })));
     let slider_at = |b| JointDesc::prismatic(p, b, Vec3::ZERO, Vec3::Y);
+    for (force, torque) in [(0.0, 1.0), (1.0, -1.0), (f32::NAN, 1.0), (1.0, f32::NAN)] {
+        assert!(
+            matches!(
+                world.add_joint(JointDesc::spherical(p, bob, Vec3::ZERO).breaks_at(force, torque)),
+                Err(Error::OutOfRange { .. })
+            ),
+            "breaking at {force} N and {torque} N m accepted"
+        );
+    }
     assert!(matches!(world.add_joint(slider_at(bob).limits(0.5, -0.5)), Err(Error::InvalidJoint { .. })));
     assert!(matches!(world.add_joint(slider_at(bob).limits(0.0, f32::INFINITY)), Err(Error::NonFinite { .. })));
     assert!(matches!(world.add_joint(slider_at(bob).motor(f32::NAN, 1.0)), Err(Error::NonFinite { .. })));
@@ -733,6 +905,7 @@ fn bad_joints_are_refused() {
     assert_eq!(world.joint_count(), 0);
     // A slider's limits are lengths, not angles: beyond ±π is fine.
     world.add_joint(slider_at(bob).limits(-4.0, 4.0).motor(1.0, 0.0)).unwrap();
+    world.add_joint(JointDesc::spherical(p, bob, Vec3::ZERO).breaks_at(f32::INFINITY, f32::INFINITY)).unwrap();
     let hinge = world.add_joint(JointDesc::revolute(p, bob, Vec3::ZERO, Vec3::new(0.0, 0.0, 3.0))).unwrap();
     assert_eq!(world.joint(hinge).unwrap().kind, signorini::JointKind::Revolute { axis: Vec3::Z });
     for hertz in [0.0, -1.0, f32::NAN] {

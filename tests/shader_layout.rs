@@ -5,8 +5,8 @@ use std::mem::{offset_of, size_of};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use signorini::layout::{
-    GpuBody, GpuBodyProps, GpuCollider, GpuJoint, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle, GpuShape,
-    GpuSolverBody, GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
+    GpuBody, GpuBodyProps, GpuCollider, GpuJoint, GpuJointBreak, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle,
+    GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
 };
 use signorini::shaders;
 
@@ -150,6 +150,7 @@ fn host_structs_match_wgsl_layout() {
             _pad1
         ]
     );
+    check_struct!(&module, "JointBreak", GpuJointBreak, [force, torque, entry_a, entry_b]);
     check_struct!(&module, "Particle", GpuParticle, [position, radius, velocity, mass]);
     check_struct!(
         &module,

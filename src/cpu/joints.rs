@@ -22,8 +22,9 @@ use rayon::prelude::*;
 use super::contacts::{PARALLEL_RUN, Shared};
 use super::lanes::{self, Simd};
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
-    JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, StepParams,
+    GpuBody, GpuJoint, GpuJointBreak, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
+    JOINT_ANGULAR_TWO_AXES, JOINT_BROKEN, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, NO_BODY,
+    StepParams,
 };
 use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
@@ -59,11 +60,46 @@ fn store(b: &mut GpuBody, s: &Side) {
     }
 }
 
-/// Once a step, before the substeps: each joint's centres' offset, and its impulses scaled by
-/// the warm start (zero without warm starting).
-pub(crate) fn prepare(p: &StepParams, joints: &mut [GpuJoint], bodies: &[GpuBody]) {
-    for j in joints {
+/// Once a step, before the substeps: each joint that the last step overloaded broken (see
+/// [`break_if_overloaded`]), each joint's centres' offset, and its impulses scaled by the warm
+/// start (zero without warm starting).
+pub(crate) fn prepare(
+    p: &StepParams,
+    joints: &mut [GpuJoint],
+    breaks: &[GpuJointBreak],
+    topology: &mut [u32],
+    bodies: &[GpuBody],
+) {
+    for (j, loads) in joints.iter_mut().zip(breaks) {
+        break_if_overloaded(p, j, loads, topology, bodies);
         prepare_joint(p, j, bodies);
+    }
+}
+
+/// Breaks a joint whose impulses over the last substep exceeded its loads (`JointBreaking`,
+/// as the force and torque of `JointReaction` times the substep): marks it broken, clears its
+/// impulses and takes its bodies off each other's no-contact lists.
+fn break_if_overloaded(
+    p: &StepParams,
+    j: &mut GpuJoint,
+    loads: &GpuJointBreak,
+    topology: &mut [u32],
+    bodies: &[GpuBody],
+) {
+    if j.flags & JOINT_BROKEN != 0 {
+        return;
+    }
+    let (linear, angular) = crate::joint::reaction_impulses(j, bodies[j.body_a as usize].orientation);
+    if linear.length() > loads.force * p.h || angular.length() > loads.torque * p.h {
+        j.flags |= JOINT_BROKEN;
+        j.linear_impulse = Vec3::ZERO;
+        j.angular_impulse = Vec3::ZERO;
+        (j.lower_impulse, j.upper_impulse, j.motor_impulse) = (0.0, 0.0, 0.0);
+        for entry in [loads.entry_a, loads.entry_b] {
+            if entry != NO_BODY {
+                topology[entry as usize] = NO_BODY;
+            }
+        }
     }
 }
 
@@ -235,6 +271,9 @@ fn acting_linear(j: &GpuJoint, u: Vec3) -> Vec3 {
 }
 
 fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
+    if j.flags & JOINT_BROKEN != 0 {
+        return;
+    }
     // What acts at the anchors: the accumulated linear impulse, less what a line or plane
     // lets go, and a slider's motor and limits along its line.
     let (linear, lever_a, rb) = if j.linear == JOINT_LINEAR_POINT {
@@ -285,6 +324,9 @@ pub(crate) fn solve(
 }
 
 fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use_bias: bool) {
+    if j.flags & JOINT_BROKEN != 0 {
+        return;
+    }
     let (rate, mass_scale, impulse_scale) =
         if use_bias { (p.joint_bias_rate, p.joint_mass_scale, p.joint_impulse_scale) } else { (0.0, 1.0, 0.0) };
     // The angular block.

@@ -145,6 +145,8 @@ pub struct CpuSolver {
     joint_colors: Vec<u32>,
     /// The world's index of each of `joints`.
     joint_order: Vec<u32>,
+    /// Each of `joints`' breaking loads and no-contact entries.
+    joint_breaks: Vec<crate::layout::GpuJointBreak>,
 }
 
 impl CpuSolver {
@@ -164,6 +166,7 @@ impl CpuSolver {
             joints,
             joint_colors,
             joint_order,
+            joint_breaks,
         } = Packed::new(world);
         let grid = contacts::GridSpec::new(&props, &shapes, &geometry, params.speculative_distance);
         let threads = match world.desc().solver.cpu_threads {
@@ -211,6 +214,7 @@ impl CpuSolver {
             joints,
             joint_colors,
             joint_order,
+            joint_breaks,
         })
     }
 
@@ -370,7 +374,7 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
-        joints::prepare(&p, &mut self.joints, &self.bodies);
+        joints::prepare(&p, &mut self.joints, &self.joint_breaks, &mut self.topology, &self.bodies);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());

@@ -5,7 +5,7 @@ use super::kernels::{self, Slot};
 use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
 use super::solver::{read_buffer, storage_fits};
 use crate::error::Result;
-use crate::layout::GpuJoint;
+use crate::layout::{GpuJoint, GpuJointBreak};
 
 /// The joint buffer, its bind group and pipelines, and each color's range.
 pub(crate) struct GpuJoints {
@@ -30,6 +30,9 @@ pub(crate) struct JointBindings<'a> {
     pub params: &'a wgpu::Buffer,
     pub bodies: &'a wgpu::Buffer,
     pub solver_bodies: &'a wgpu::Buffer,
+    /// The shapes' topology with the bodies' no-contact lists, from which a joint that breaks
+    /// takes its entries.
+    pub topology: &'a wgpu::Buffer,
 }
 
 impl GpuJoints {
@@ -40,6 +43,7 @@ impl GpuJoints {
         limits: &wgpu::Limits,
         modules: &[(&'static str, wgpu::ShaderModule)],
         joints: &[GpuJoint],
+        breaks: &[GpuJointBreak],
         (colors, order): (&[u32], &[u32]),
         with: &JointBindings,
     ) -> Result<Option<Self>> {
@@ -72,15 +76,27 @@ impl GpuJoints {
             contents: &slots,
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let layout_slots =
-            [Slot::Uniform, Slot::Storage(false), Slot::Storage(true), Slot::Storage(false), Slot::UniformDynamic];
+        let breaks = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("joint_breaks"),
+            contents: bytemuck::cast_slice(breaks),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let layout_slots = [
+            Slot::Uniform,
+            Slot::Storage(false),
+            Slot::Storage(true),
+            Slot::Storage(false),
+            Slot::UniformDynamic,
+            Slot::Storage(true),
+            Slot::Storage(false),
+        ];
         let layout = kernels::layout(device, "joint_bindings", &layout_slots);
         let group = kernels::bind(
             device,
             "joint_bindings",
             &layout,
             &layout_slots,
-            &[with.params, with.bodies, with.solver_bodies, &buffer, &ranges_buffer],
+            &[with.params, with.bodies, with.solver_bodies, &buffer, &ranges_buffer, &breaks, with.topology],
         );
         let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "joints", entry);
         Ok(Some(Self {
@@ -107,7 +123,8 @@ impl GpuJoints {
         pass.dispatch_workgroups(grid.0, grid.1, 1);
     }
 
-    /// Records the once-a-step preparation (the centres' offsets, the warm start's scale).
+    /// Records the once-a-step preparation (joints the last step overloaded broken, the
+    /// centres' offsets, the warm start's scale).
     pub fn record_prepare(&self, pass: &mut wgpu::ComputePass) {
         pass.push_debug_group("prepare_joints");
         pass.set_pipeline(&self.prepare);

@@ -192,8 +192,14 @@ impl GpuSolver {
             &limits,
             &modules,
             &packed.joints,
+            &packed.joint_breaks,
             (&packed.joint_colors, &packed.joint_order),
-            &JointBindings { params: &params_buffer, bodies: &bodies, solver_bodies: &solver_bodies },
+            &JointBindings {
+                params: &params_buffer,
+                bodies: &bodies,
+                solver_bodies: &solver_bodies,
+                topology: &topology,
+            },
         )?;
 
         let body_count = packed.bodies.len() as u32;
