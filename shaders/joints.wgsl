@@ -44,8 +44,10 @@ fn prepare_joints(
     }
     var j = joints[i];
     // Twin of `break_if_overloaded` in src/cpu/joints.rs.
-    if (j.flags & JOINT_BROKEN) == 0u {
-        let loads = joint_breaks[i];
+    let loads = joint_breaks[i];
+    // Most joints never break: they skip the reaction.
+    let unbreakable = loads.force == 3.4028235e38 && loads.torque == 3.4028235e38;
+    if !unbreakable && (j.flags & JOINT_BROKEN) == 0u {
         let impulses = reaction_impulses(j, bodies[j.body_a].orientation);
         if length3(impulses[0]) > loads.force * params.h || length3(impulses[1]) > loads.torque * params.h {
             j.flags = j.flags | JOINT_BROKEN;

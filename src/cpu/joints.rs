@@ -61,19 +61,33 @@ fn store(b: &mut GpuBody, s: &Side) {
 }
 
 /// Once a step, before the substeps: each joint that the last step overloaded broken (see
-/// [`break_if_overloaded`]), each joint's centres' offset, and its impulses scaled by the warm
-/// start (zero without warm starting).
+/// [`break_if_overloaded`]), then each joint's centres' offset, and its impulses scaled by the
+/// warm start (zero without warm starting).
+/// `breakable` lists the joints that can break (the others skip the check, which kept apart
+/// costs a joint grid of unbreakable joints nothing).
 pub(crate) fn prepare(
     p: &StepParams,
     joints: &mut [GpuJoint],
-    breaks: &[GpuJointBreak],
+    (breaks, breakable): (&[GpuJointBreak], &[u32]),
     topology: &mut [u32],
     bodies: &[GpuBody],
 ) {
-    for (j, loads) in joints.iter_mut().zip(breaks) {
-        break_if_overloaded(p, j, loads, topology, bodies);
+    for &k in breakable {
+        break_if_overloaded(p, &mut joints[k as usize], &breaks[k as usize], topology, bodies);
+    }
+    for j in joints {
         prepare_joint(p, j, bodies);
     }
+}
+
+/// The joints of `breaks` that can break: those with a load below `f32::MAX`.
+pub(crate) fn breakable(breaks: &[GpuJointBreak]) -> Vec<u32> {
+    (0..breaks.len() as u32).filter(|&k| !unbreakable(&breaks[k as usize])).collect()
+}
+
+/// Whether a joint never breaks (both loads `f32::MAX`, as `JointBreaking` of `None` packs).
+fn unbreakable(loads: &GpuJointBreak) -> bool {
+    loads.force == f32::MAX && loads.torque == f32::MAX
 }
 
 /// Breaks a joint whose impulses over the last substep exceeded its loads (`JointBreaking`,
@@ -86,7 +100,7 @@ fn break_if_overloaded(
     topology: &mut [u32],
     bodies: &[GpuBody],
 ) {
-    if j.flags & JOINT_BROKEN != 0 {
+    if unbreakable(loads) || j.flags & JOINT_BROKEN != 0 {
         return;
     }
     let (linear, angular) = crate::joint::reaction_impulses(j, bodies[j.body_a as usize].orientation);

@@ -147,6 +147,8 @@ pub struct CpuSolver {
     joint_order: Vec<u32>,
     /// Each of `joints`' breaking loads and no-contact entries.
     joint_breaks: Vec<crate::layout::GpuJointBreak>,
+    /// The joints that can break (indices into `joints`).
+    breakable: Vec<u32>,
 }
 
 impl CpuSolver {
@@ -214,6 +216,7 @@ impl CpuSolver {
             joints,
             joint_colors,
             joint_order,
+            breakable: joints::breakable(&joint_breaks),
             joint_breaks,
         })
     }
@@ -374,7 +377,8 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
-        joints::prepare(&p, &mut self.joints, &self.joint_breaks, &mut self.topology, &self.bodies);
+        let breaks = (&self.joint_breaks[..], &self.breakable[..]);
+        joints::prepare(&p, &mut self.joints, breaks, &mut self.topology, &self.bodies);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());
