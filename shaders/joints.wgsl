@@ -43,27 +43,6 @@ fn prepare_joints(
         return;
     }
     var j = joints[i];
-    // Twin of `break_if_overloaded` in src/cpu/joints.rs.
-    let loads = joint_breaks[i];
-    // Most joints never break: they skip the reaction.
-    let unbreakable = loads.force == 3.4028235e38 && loads.torque == 3.4028235e38;
-    if !unbreakable && (j.flags & JOINT_BROKEN) == 0u {
-        let impulses = reaction_impulses(j, bodies[j.body_a].orientation);
-        if length3(impulses[0]) > loads.force * params.h || length3(impulses[1]) > loads.torque * params.h {
-            j.flags = j.flags | JOINT_BROKEN;
-            j.linear_impulse = vec3<f32>(0.0);
-            j.angular_impulse = vec3<f32>(0.0);
-            j.lower_impulse = 0.0;
-            j.upper_impulse = 0.0;
-            j.motor_impulse = 0.0;
-            if loads.entry_a != NO_BODY {
-                topology[loads.entry_a] = NO_BODY;
-            }
-            if loads.entry_b != NO_BODY {
-                topology[loads.entry_b] = NO_BODY;
-            }
-        }
-    }
     j.delta_center = bodies[j.body_b].position - bodies[j.body_a].position;
     j.linear_impulse = params.warm_start_scale * j.linear_impulse;
     j.angular_impulse = params.warm_start_scale * j.angular_impulse;
@@ -71,6 +50,43 @@ fn prepare_joints(
     j.upper_impulse = params.warm_start_scale * j.upper_impulse;
     j.motor_impulse = params.warm_start_scale * j.motor_impulse;
     joints[i] = j;
+}
+
+// At the start of a step, before its broad phase, in worlds where some joint can break (twin
+// of `break_if_overloaded` in src/cpu/joints.rs): a joint that the last step overloaded
+// breaks, and its bodies may collide from this step on.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn break_joints(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = joint_index(workgroup, workgroups, local);
+    if i == 0xffffffffu {
+        return;
+    }
+    var j = joints[i];
+    let loads = joint_breaks[i];
+    let unbreakable = loads.force == 3.4028235e38 && loads.torque == 3.4028235e38;
+    if unbreakable || (j.flags & JOINT_BROKEN) != 0u {
+        return;
+    }
+    let impulses = reaction_impulses(j, bodies[j.body_a].orientation);
+    if length3(impulses[0]) > loads.force * params.h || length3(impulses[1]) > loads.torque * params.h {
+        j.flags = j.flags | JOINT_BROKEN;
+        j.linear_impulse = vec3<f32>(0.0);
+        j.angular_impulse = vec3<f32>(0.0);
+        j.lower_impulse = 0.0;
+        j.upper_impulse = 0.0;
+        j.motor_impulse = 0.0;
+        joints[i] = j;
+        if loads.entry_a != NO_BODY {
+            topology[loads.entry_a] = NO_BODY;
+        }
+        if loads.entry_b != NO_BODY {
+            topology[loads.entry_b] = NO_BODY;
+        }
+    }
 }
 
 // Twin of `joint::reaction_impulses`: the joint's linear and angular impulses on B over its

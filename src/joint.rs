@@ -14,8 +14,8 @@
 //! common axis only (a hinge, 1) or locked (0). A hinge may
 //! have limits on its angle and a motor, and a slider limits on its translation and a motor.
 //!
-//! A joint may break ([`JointDesc::breaks_at`]): after each step, one whose force or torque
-//! passed its loads holds nothing from then on, and its bodies collide again.
+//! A joint may break ([`JointDesc::breaks_at`]): one whose force or torque passed its loads
+//! in a step holds nothing from the next step on, and its bodies collide again from then.
 //!
 //! A joint is described in the world frame at the bodies' poses as they were added: the
 //! anchor is a point of both bodies there, and a hinge's axis a direction of both. Joints are
@@ -84,7 +84,7 @@ pub struct JointDesc {
     pub kind: JointKind,
     /// Whether the two bodies still collide with each other. Default false: their shapes may
     /// overlap at the joint, as a chain's links or a limb's bones do. Two bodies joined by
-    /// several joints collide only if every one of them says so.
+    /// several joints collide only if every one of them that has not broken says so.
     pub collide: bool,
     /// A hinge's lowest and highest angle, rad, within `[-π, π]`: B's turn about the axis
     /// relative to A, 0 where they were added. Or a slider's lowest and highest translation,
@@ -98,11 +98,12 @@ pub struct JointDesc {
     pub breaking: Option<JointBreaking>,
 }
 
-/// The loads a joint bears before it breaks: after each step, a joint whose reaction over
-/// the step's last substep ([`JointReaction`]) exceeded either of them is broken for good. It
-/// holds nothing from the next step on, and its two bodies collide with each other again
-/// (unless another joint between them keeps them apart). The GPU decides it on the GPU, with
-/// no readback, in the same arithmetic as the CPU.
+/// The loads a joint bears before it breaks: a joint whose reaction over a step's last
+/// substep ([`JointReaction`]) exceeded either of them is broken for good at the start of the
+/// next step, before its broad phase. It holds nothing from that step on, and its two bodies
+/// collide with each other again from that step (unless another joint between them keeps them
+/// apart). The GPU decides it on the GPU, with no readback, in the same arithmetic as the CPU;
+/// joints without loads cost nothing for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JointBreaking {
     /// The largest force on B at its anchor, N (above 0; infinite for no limit).
@@ -326,9 +327,10 @@ impl JointHandle {
 
 /// What a joint did in the last substep, world frame: the force it applied to body B at B's
 /// anchor (a slider's motor and limits included), N, and the torque it applied to B besides
-/// (its angular rows, a hinge's motor and limits), N m. Body A received their opposites (the force at A's anchor). A joint's
-/// accumulated impulses over the substep, divided by the substep, which a joint that breaks
-/// ([`JointBreaking`]) compares with its loads.
+/// (its angular rows, a hinge's motor and limits), N m. Body A received their opposites (the
+/// force at A's anchor, or for a slider or a point on a plane at the point of A under B's
+/// anchor). A joint's accumulated impulses over the substep, divided by the substep, which a
+/// joint that breaks ([`JointBreaking`]) compares with its loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct JointReaction {
     /// Force on B at its anchor, N.

@@ -61,10 +61,11 @@ pub struct GpuBodyProps {
     pub slot_offset: u32,
     /// [`KIND_DYNAMIC`], [`KIND_STATIC`] or [`KIND_KINEMATIC`].
     pub kind: u32,
-    /// Where in `topology` the bodies this one does not collide with (joined to it by a joint
-    /// that keeps them from colliding) start, ascending.
+    /// Where in `topology` this body's no-contact list starts: for each joint that keeps it
+    /// from colliding with the body at its other side, that body, in the order the joints were
+    /// added ([`NO_BODY`] once the joint has broken; a body joined twice is listed twice).
     pub no_contact_first: u32,
-    /// How many bodies this one does not collide with.
+    /// The length of the no-contact list.
     pub no_contact_count: u32,
     /// Friction coefficient.
     pub friction: f32,
@@ -524,21 +525,21 @@ pub struct GpuJoint {
     /// The direction of a slider's line, or the normal of a point-on-plane joint's plane, in
     /// A's principal frame.
     pub local_linear_axis_a: Vec3,
-    /// [`JOINT_LIMITED`] and [`JOINT_MOTOR`], or'ed.
+    /// [`JOINT_LIMITED`], [`JOINT_MOTOR`] and [`JOINT_BROKEN`], or'ed.
     pub flags: u32,
     /// B's principal frame in A's at the joint's creation, `q_a⁻¹ q_b`, which a weld holds.
     pub reference: Quat,
     /// B's centre of mass less A's at the start of the step, m.
     pub delta_center: Vec3,
-    /// Accumulated impulse of a hinge's lower limit, N m s.
+    /// Accumulated impulse of a hinge's lower limit, N m s, or a slider's, N s.
     pub lower_impulse: f32,
     /// Accumulated linear impulse on B (its opposite on A), N s.
     pub linear_impulse: Vec3,
-    /// Accumulated impulse of a hinge's upper limit, N m s.
+    /// Accumulated impulse of a hinge's upper limit, N m s, or a slider's, N s.
     pub upper_impulse: f32,
     /// Accumulated angular impulse on B (its opposite on A), N m s.
     pub angular_impulse: Vec3,
-    /// Accumulated impulse of a hinge's motor, N m s.
+    /// Accumulated impulse of a hinge's motor, N m s, or a slider's, N s.
     pub motor_impulse: f32,
     /// A direction across a hinge's axis in A's principal frame, from which its angle is
     /// measured: turned to the middle of its limits.

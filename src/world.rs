@@ -189,8 +189,9 @@ pub enum CpuLanes {
     Four,
     /// Eight lanes in one AVX register.
     Eight,
-    /// Sixteen lanes in one AVX-512 register for the contact sweeps (AVX-512F), and AVX-512's
-    /// 32 registers for the eight-lane contact preparation (AVX-512VL).
+    /// Sixteen lanes in one AVX-512 register for the contact sweeps and the ball joints
+    /// (AVX-512F), and AVX-512's 32 registers for the eight-lane contact preparation
+    /// (AVX-512VL).
     #[default]
     Sixteen,
 }
@@ -487,10 +488,11 @@ impl World {
     /// # Errors
     /// [`Error::InvalidHandle`] for a body not in this world, [`Error::NonFinite`] for a NaN
     /// or infinite anchor, axis, normal, limit or motor speed, [`Error::OutOfRange`] for a
-    /// limit outside `[-π, π]` or a negative motor torque, [`Error::InvalidJoint`] for a joint
-    /// of a body to itself, one with no dynamic side, an axis or normal of no length, a
-    /// universal joint's parallel axes, limits or a motor on a joint that is not a hinge, or a
-    /// lower limit above the upper.
+    /// hinge's limit outside `[-π, π]`, a negative motor effort, or a breaking load that is
+    /// zero, negative or NaN, [`Error::InvalidJoint`] for a joint of a body to itself, one with
+    /// no dynamic side, an axis or normal of no length, a universal joint's parallel axes,
+    /// limits or a motor on a joint that is neither a hinge nor a slider, or a lower limit
+    /// above the upper.
     pub fn add_joint(&mut self, desc: JointDesc) -> Result<JointHandle> {
         for body in [desc.body_a, desc.body_b] {
             if self.bodies.get(body.index()).is_none() {

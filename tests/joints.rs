@@ -742,9 +742,9 @@ fn a_weld_breaks_when_its_torque_passes_its_strength() {
     }
 }
 
-/// Joined bodies that a joint kept from colliding collide once it breaks: a 1 kg box resting
-/// on a fixed slab, on a ball joint that breaks above half its weight, is held by the slab
-/// once the joint has broken (at its centre's height within 2 mm after 1 s; it would fall
+/// Joined bodies that a joint kept from colliding collide from the step it breaks: a 1 kg box
+/// resting on a fixed slab, on a ball joint that breaks above half its weight, is held by the
+/// slab once the joint has broken (at its centre's height within 2 mm after 1 s; it would fall
 /// through without the contact). Another box overlapping a slab by 5 cm, held by a weld and by
 /// a ball joint that breaks, stays where it is within 1 mm: the weld still keeps the pair
 /// from colliding.

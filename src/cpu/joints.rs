@@ -60,12 +60,18 @@ fn store(b: &mut GpuBody, s: &Side) {
     }
 }
 
-/// Once a step, before the substeps: each joint that the last step overloaded broken (see
-/// [`break_if_overloaded`]), then each joint's centres' offset, and its impulses scaled by the
-/// warm start (zero without warm starting).
-/// `breakable` lists the joints that can break (the others skip the check, which kept apart
-/// costs a joint grid of unbreakable joints nothing).
-pub(crate) fn prepare(
+/// Once a step, before the substeps: each joint's centres' offset, and its impulses scaled by
+/// the warm start (zero without warm starting).
+pub(crate) fn prepare(p: &StepParams, joints: &mut [GpuJoint], bodies: &[GpuBody]) {
+    for j in joints {
+        prepare_joint(p, j, bodies);
+    }
+}
+
+/// At the start of a step, before its broad phase: each joint of `breakable` (the joints that
+/// can break) that the last step overloaded broken (see [`break_if_overloaded`]), so that its
+/// bodies may collide from this step on. Joints that cannot break are not visited.
+pub(crate) fn break_overloaded(
     p: &StepParams,
     joints: &mut [GpuJoint],
     (breaks, breakable): (&[GpuJointBreak], &[u32]),
@@ -74,9 +80,6 @@ pub(crate) fn prepare(
 ) {
     for &k in breakable {
         break_if_overloaded(p, &mut joints[k as usize], &breaks[k as usize], topology, bodies);
-    }
-    for j in joints {
-        prepare_joint(p, j, bodies);
     }
 }
 
@@ -190,11 +193,28 @@ fn is_ball(j: &GpuJoint) -> bool {
     j.linear == JOINT_LINEAR_POINT && j.angular == JOINT_ANGULAR_FREE && j.flags == 0
 }
 
-/// Writes a copy's velocities back, for a body that moves under impulses.
-fn store_copy(b: &mut GpuBody, copy: &GpuBody) {
-    if b.inv_mass > 0.0 {
+/// Writes a copy of body `i`'s velocities back, for a body that moves under impulses (the
+/// copy's inverse mass says so, before the body is borrowed to write).
+///
+/// # Safety
+/// No other thread reads or writes body `i` while this runs, if it is dynamic.
+unsafe fn store_copy(bodies: &Shared<GpuBody>, i: usize, copy: &GpuBody) {
+    if copy.inv_mass > 0.0 {
+        // SAFETY: the caller's.
+        let b = unsafe { bodies.item_mut(i) };
         b.linear_velocity = copy.linear_velocity;
         b.angular_velocity = copy.angular_velocity;
+    }
+}
+
+/// Writes side `s` of body `i` (read as `read`) back, for a body that moves under impulses.
+///
+/// # Safety
+/// As [`store_copy`].
+unsafe fn store_side(bodies: &Shared<GpuBody>, i: usize, read: &GpuBody, s: &Side) {
+    if read.inv_mass > 0.0 {
+        // SAFETY: the caller's.
+        store(unsafe { bodies.item_mut(i) }, s);
     }
 }
 
@@ -225,10 +245,11 @@ fn by_color(
         let (ba, bb) = unsafe { (shared.slice(ia..ia + 1)[0], shared.slice(ib..ib + 1)[0]) };
         let (mut a, mut b) = (side(&ba, &solver_bodies[ia]), side(&bb, &solver_bodies[ib]));
         f(j, &mut a, &mut b);
-        // SAFETY: as above; each is written by this joint alone.
+        // SAFETY: as above: each dynamic side is written by this joint alone, and a static or
+        // kinematic one (which other threads may be reading) is never borrowed to write.
         unsafe {
-            store(shared.item_mut(ia), &a);
-            store(shared.item_mut(ib), &b);
+            store_side(&shared, ia, &ba, &a);
+            store_side(&shared, ib, &bb, &b);
         }
     };
     let width = run.lanes.map_or(1, |simd| simd.widest() as usize);
@@ -244,8 +265,8 @@ fn by_color(
             for (pair, j) in pairs.iter().zip(c.iter()) {
                 // SAFETY: as in `one`.
                 unsafe {
-                    store_copy(shared.item_mut(j.body_a as usize), &pair[0]);
-                    store_copy(shared.item_mut(j.body_b as usize), &pair[1]);
+                    store_copy(&shared, j.body_a as usize, &pair[0]);
+                    store_copy(&shared, j.body_b as usize, &pair[1]);
                 }
             }
         }
@@ -581,6 +602,12 @@ mod tests {
                     angular_velocity: r.vec3() * 3.0,
                     ..GpuBody::zeroed()
                 };
+                // Some exact -0.0 components, which an impulse of +0 turns to +0.0.
+                let body = if i.is_multiple_of(3) {
+                    GpuBody { angular_velocity: body.angular_velocity * Vec3::new(-0.0, 1.0, -0.0), ..body }
+                } else {
+                    body
+                };
                 let inertia = if dynamic {
                     let (d, o) = (r.vec3() * 0.5 + Vec3::splat(2.0), r.vec3() * 0.3);
                     [Vec4::new(d.x, o.x, o.y, 0.0), Vec4::new(o.x, d.y, o.z, 0.0), Vec4::new(o.y, o.z, d.z, 0.0)]
@@ -598,7 +625,7 @@ mod tests {
     }
 
     /// A ball joint between `a` and `b` (or, with `plane`, a point-on-plane joint) with
-    /// random anchors, offset and impulses.
+    /// random anchors (B's at its centre for every third B), offset and impulses.
     fn joint(a: usize, b: usize, plane: bool, r: &mut Numbers) -> GpuJoint {
         GpuJoint {
             body_a: a as u32,
@@ -606,7 +633,8 @@ mod tests {
             angular: JOINT_ANGULAR_FREE,
             linear: if plane { JOINT_LINEAR_PLANE } else { JOINT_LINEAR_POINT },
             local_anchor_a: r.vec3() * 0.5,
-            local_anchor_b: r.vec3() * 0.5,
+            // Anchors at B's centre leave B's angular velocity to the `+ I_b 0` alone.
+            local_anchor_b: if b.is_multiple_of(3) { Vec3::ZERO } else { r.vec3() * 0.5 },
             local_linear_axis_a: Vec3::Y,
             delta_center: r.vec3(),
             linear_impulse: r.vec3() * 0.1,

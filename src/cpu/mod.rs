@@ -364,6 +364,10 @@ impl CpuSolver {
         let bodies = p.body_contacts != 0;
         let mut t = StageTimes::default();
         let mut laps = Laps(std::time::Instant::now());
+        if !self.breakable.is_empty() {
+            let breaks = (&self.joint_breaks[..], &self.breakable[..]);
+            joints::break_overloaded(&p, &mut self.joints, breaks, &mut self.topology, &self.bodies);
+        }
         stages::narrow_phase(&mut self.buffers());
         laps.lap(&mut t.narrow_phase);
         if bodies {
@@ -377,8 +381,7 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
-        let breaks = (&self.joint_breaks[..], &self.breakable[..]);
-        joints::prepare(&p, &mut self.joints, breaks, &mut self.topology, &self.bodies);
+        joints::prepare(&p, &mut self.joints, &self.bodies);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());

@@ -18,6 +18,8 @@ pub(crate) struct GpuJoints {
     /// Binds the joints and the color ranges.
     group: wgpu::BindGroup,
     prepare: wgpu::ComputePipeline,
+    /// Breaks overloaded joints, where some joint can break (`None` where none can).
+    breaking: Option<wgpu::ComputePipeline>,
     warm_start: wgpu::ComputePipeline,
     solve: wgpu::ComputePipeline,
     relax: wgpu::ComputePipeline,
@@ -76,6 +78,7 @@ impl GpuJoints {
             contents: &slots,
             usage: wgpu::BufferUsages::UNIFORM,
         });
+        let breakable = breaks.iter().any(|b| b.force < f32::MAX || b.torque < f32::MAX);
         let breaks = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joint_breaks"),
             contents: bytemuck::cast_slice(breaks),
@@ -105,6 +108,7 @@ impl GpuJoints {
             order: order.to_vec(),
             group,
             prepare: pipeline("prepare_joints"),
+            breaking: breakable.then(|| pipeline("break_joints")),
             warm_start: pipeline("warm_start_joints"),
             solve: pipeline("solve_joints"),
             relax: pipeline("relax_joints"),
@@ -123,8 +127,23 @@ impl GpuJoints {
         pass.dispatch_workgroups(grid.0, grid.1, 1);
     }
 
-    /// Records the once-a-step preparation (joints the last step overloaded broken, the
-    /// centres' offsets, the warm start's scale).
+    /// Records, where some joint can break, the check that breaks those the last step
+    /// overloaded: at the start of the step, before its broad phase. Returns the dispatches.
+    pub fn record_breaking(&self, pass: &mut wgpu::ComputePass) -> u32 {
+        let Some(breaking) = self.breaking.as_ref() else { return 0 };
+        pass.push_debug_group("break_joints");
+        pass.set_pipeline(breaking);
+        self.dispatch(pass, self.colors());
+        pass.pop_debug_group();
+        1
+    }
+
+    /// Whether the step breaks overloaded joints ([`GpuJoints::record_breaking`]).
+    pub fn breaks(&self) -> bool {
+        self.breaking.is_some()
+    }
+
+    /// Records the once-a-step preparation (the centres' offsets, the warm start's scale).
     pub fn record_prepare(&self, pass: &mut wgpu::ComputePass) {
         pass.push_debug_group("prepare_joints");
         pass.set_pipeline(&self.prepare);

@@ -504,7 +504,7 @@ impl GpuSolver {
             }
         }
         if let Some(j) = self.joints.as_ref() {
-            once += 1;
+            once += 1 + u32::from(j.breaks());
             let sweeps = 1 + p.iterations + if relax { p.relax_iterations } else { 0 };
             per_substep += sweeps * j.sweep_dispatches();
         }
@@ -540,6 +540,12 @@ impl GpuSolver {
         let parity = (step % 2) as usize;
         let contacts = self.contacts_stages.as_ref();
         let bodies = |pass: &mut wgpu::ComputePass| pass.set_bind_group(0, &self.bind_group, &[]);
+        // Joints the last step overloaded break before the broad phase, so that their bodies
+        // may collide from this step on.
+        if let Some(j) = self.joints.as_ref().filter(|j| j.breaks()) {
+            marks.mark(pass, Stage::Solve);
+            j.record_breaking(pass);
+        }
         bodies(pass);
         marks.mark(pass, Stage::NarrowPhase);
         self.dispatch(pass, "narrow_phase", &p.narrow_phase, grid);

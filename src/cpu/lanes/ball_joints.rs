@@ -168,6 +168,9 @@ fn solve<L: Lanes>(
     let (rate, mass_scale, impulse_scale) = (L::splat(rate), L::splat(mass_scale), L::splat(impulse_scale));
     let (mut a, mut b) =
         (Sides::<L>::load(pairs, joints, solver_bodies, 0), Sides::<L>::load(pairs, joints, solver_bodies, 1));
+    // The one-joint code adds B's (zero) angular impulse, `I_b 0`, which is +0 in every
+    // component: it turns a -0.0 of B's angular velocity into +0.0 (A's `ω - (+0)` keeps it).
+    b.w = b.w.add(V3::zero());
     let mut words = Words::<L>::load(joints);
     let (ra, rb) = (a.q.rotate(words.anchor_a), b.q.rotate(words.anchor_b));
     let separation = b.dp.sub(a.dp).add(words.delta_center).add(rb.sub(ra));
