@@ -394,7 +394,10 @@ impl CpuSolver {
             }
             let run = self.joint_run();
             joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, run);
-            stages::solve_static(&mut self.buffers());
+            // Without static colliders the static passes would leave every body as it is.
+            if p.collider_count > 0 {
+                stages::solve_static(&mut self.buffers());
+            }
             self.sweeps(true, p.iterations);
             laps.lap(&mut t.solve);
             // Particles meet the bodies between the bodies' velocity solve and their motion.
@@ -423,7 +426,9 @@ impl CpuSolver {
             particles::advance_particles(&self.params, &self.geometry, &self.colliders, &mut self.particles, parallel);
             laps.lap(&mut t.particles);
             if p.relax_iterations > 0 {
-                stages::relax_static(&mut self.buffers());
+                if p.collider_count > 0 {
+                    stages::relax_static(&mut self.buffers());
+                }
                 self.sweeps(false, p.relax_iterations);
             }
         }

@@ -491,7 +491,9 @@ impl GpuSolver {
         let p = &self.params;
         let relax = p.relax_iterations > 0;
         let particles = self.particles.as_ref().map_or(0, |p| p.dispatches_per_substep());
-        let (mut once, mut per_substep) = (1 + u32::from(self.bounces), 3 + u32::from(relax) + particles);
+        let statics = u32::from(p.collider_count > 0);
+        let (mut once, mut per_substep) =
+            (1 + u32::from(self.bounces), 2 + statics * (1 + u32::from(relax)) + particles);
         if let Some(c) = self.contacts_stages.as_ref() {
             once += c.detection_dispatches();
             if self.bounces {
@@ -570,7 +572,11 @@ impl GpuSolver {
                 j.record_warm_start(pass);
                 bodies(pass);
             }
-            self.dispatch(pass, "solve_static", &p.solve_static, grid);
+            // Without static colliders the static passes would leave every body as it is.
+            let statics = self.params.collider_count > 0;
+            if statics {
+                self.dispatch(pass, "solve_static", &p.solve_static, grid);
+            }
             // Each iteration sweeps the joints, then the manifolds.
             for _ in 0..self.params.iterations {
                 if let Some(j) = joints {
@@ -597,7 +603,9 @@ impl GpuSolver {
             }
             if self.params.relax_iterations > 0 {
                 marks.mark(pass, Stage::Solve);
-                self.dispatch(pass, "relax_static", &p.relax_static, grid);
+                if statics {
+                    self.dispatch(pass, "relax_static", &p.relax_static, grid);
+                }
                 if let Some(c) = contacts {
                     c.record_prepare(pass, parity);
                 }
