@@ -920,8 +920,9 @@ fn bad_joints_are_refused() {
 /// falling onto the floor, two ball-jointed pendulums on one fixed pivot, a box hinged to a
 /// turning kinematic paddle within limits, a bar driven by a motor into its limit, a bar
 /// swinging from a universal joint, a box on a slider running into the floor, boxes on sliders
-/// driven into a limit and falling onto one, and a spinning sphere
-/// held to a tilted plane. After 2 s the GPU's bodies are where the CPU's are within
+/// driven into a limit and falling onto one, a box whose weld breaks at once landing on the
+/// slab it was welded to, and a spinning sphere held to a tilted plane. After 2 s the GPU's
+/// bodies are where the CPU's are within
 /// 0.2 mm, and the mean difference is under 0.02 mm (the two round differently in the last
 /// bits, see `cpu_gpu.rs`; measured on lavapipe: 1.2e-5 m and 2.3e-6 m).
 #[test]
@@ -1008,6 +1009,15 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
     world
         .add_joint(JointDesc::point_on_plane(top, skater, Vec3::new(-2.5, 1.0, 2.0), Vec3::new(0.2, 1.0, 0.1)))
         .unwrap();
+    // A box welded to the top of a fixed slab by a weld that breaks at once: it falls onto the
+    // slab, which it may touch from the step the weld breaks.
+    let slab = world
+        .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.4, 0.1, 0.4))).position(Vec3::new(-3.5, 0.5, -1.5)))
+        .unwrap();
+    let loose = world
+        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-3.45, 0.75, -1.5)))
+        .unwrap();
+    world.add_joint(JointDesc::fixed(slab, loose, Vec3::new(-3.45, 0.6, -1.5)).breaks_at(0.5, 0.5)).unwrap();
     // A bar hanging from a universal joint, swinging.
     let gimbal = world
         .add_body(
@@ -1035,6 +1045,8 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
     assert!(c.iter().all(|s| s.position.y > -0.01), "a body fell through the floor");
     assert!(worst < 2e-4, "GPU and CPU {worst} m apart");
     assert!(mean < 2e-5, "GPU and CPU {mean} m apart on average");
+    // The loose box broke free and rests on its slab.
+    assert!((c[loose.index()].position.y - 0.7).abs() < 2e-3, "the loose box is at {}", c[loose.index()].position);
     // The flap went round with the paddle.
     assert!((c[flap.index()].position - Vec3::new(-2.15, 1.75, 0.0)).length() > 0.2, "the flap stayed put");
 }
