@@ -15,4 +15,10 @@ fn integrate_positions(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
     let sb = solver_bodies[i];
     solver_bodies[i].delta_position = sb.delta_position + dx;
     solver_bodies[i].delta_rotation = quat_normalize(quat_mul(dq, sb.delta_rotation));
+    // The world inverse inertia at the new orientation (twin of `stages::substep_inertia`).
+    var inv = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+    if props[i].kind == KIND_DYNAMIC {
+        inv = world_inverse_inertia(bodies[i].orientation, props[i].inv_inertia);
+    }
+    solver_bodies[i].inv_inertia_world = inv;
 }

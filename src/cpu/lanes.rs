@@ -1346,6 +1346,14 @@ fn integrate_positions<L: Lanes>(
         sb.delta_position = lane(&delta_position, l);
         sb.delta_rotation = Quat::from_xyzw(du.x, du.y, du.z, delta_w[l]);
     }
+    // The world inverse inertia at the new orientations (`stages::substep_inertia`).
+    let mut inertia = [Mat3::ZERO; 16];
+    world_inertia::<L>(bodies, props, &mut inertia);
+    for ((sb, pr), inv) in solver_bodies.iter_mut().zip(props).zip(inertia) {
+        if pr.kind != KIND_STATIC {
+            sb.inv_inertia_world = [inv.x_axis.extend(0.0), inv.y_axis.extend(0.0), inv.z_axis.extend(0.0)];
+        }
+    }
     true
 }
 
