@@ -71,7 +71,7 @@ fn break_joints(
     if unbreakable || (j.flags & JOINT_BROKEN) != 0u {
         return;
     }
-    let impulses = reaction_impulses(j, bodies[j.body_a].orientation);
+    let impulses = reaction_impulses(j, bodies[j.body_a].orientation, bodies[j.body_b].orientation);
     if length3(impulses[0]) > loads.force * params.h || length3(impulses[1]) > loads.torque * params.h {
         j.flags = j.flags | JOINT_BROKEN;
         j.linear_impulse = vec3<f32>(0.0);
@@ -90,13 +90,17 @@ fn break_joints(
 }
 
 // Twin of `joint::reaction_impulses`: the joint's linear and angular impulses on B over its
-// last substep, a slider's and a hinge's motor and limits included; `qa` is A's orientation.
-fn reaction_impulses(j: Joint, qa: vec4<f32>) -> array<vec3<f32>, 2> {
+// last substep, a slider's and a hinge's motor and limits and a ball joint's cone included;
+// `qa` and `qb` are A's and B's orientations.
+fn reaction_impulses(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> array<vec3<f32>, 2> {
     var linear = j.linear_impulse;
     var angular = j.angular_impulse;
     let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
     if j.angular == JOINT_ANGULAR_HINGE {
         angular = angular + rotate(qa, j.local_axis_a) * axial;
+    }
+    if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
+        angular = angular - across_axes(j, qa, qb).xyz * j.upper_impulse;
     }
     if j.linear == JOINT_LINEAR_LINE {
         linear = linear + rotate(qa, j.local_linear_axis_a) * axial;
@@ -111,15 +115,7 @@ fn hinge_axis(j: Joint, a: Side) -> vec3<f32> {
 // Twin of `two_axes` in src/cpu/joints.rs: the unit direction across a universal joint's
 // axes (xyz, zero where they are parallel) and their angle (w).
 fn two_axes(j: Joint, a: Side, b: Side) -> vec4<f32> {
-    let axis_a = rotate(a.q, j.local_axis_a);
-    let axis_b = rotate(b.q, j.local_axis_b);
-    let across = cross3(axis_a, axis_b);
-    let sin = length3(across);
-    var n = vec3<f32>(0.0);
-    if sin > 1e-6 {
-        n = across * (1.0 / sin);
-    }
-    return vec4<f32>(n, angle_of(dot3(axis_a, axis_b), sin));
+    return across_axes(j, a.q, b.q);
 }
 
 fn acting_angular(j: Joint, a: Side, b: Side) -> vec3<f32> {
@@ -200,6 +196,8 @@ fn warm_start_joints(
     j.angular_impulse = angular;
     if j.angular == JOINT_ANGULAR_HINGE {
         angular = angular + hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+    } else if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
+        angular = angular - across_axes(j, a.q, b.q).xyz * j.upper_impulse;
     }
     a.v = a.v - a.inv_mass * linear;
     a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear) + angular);
@@ -278,6 +276,9 @@ fn solve_joint(i: u32, use_bias: bool) {
     }
     if j.linear == JOINT_LINEAR_LINE && j.flags != 0u {
         slider_motor_and_limits(&j, &a, &b, use_bias);
+    }
+    if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
+        cone_limit(&j, &a, &b, k, use_bias);
     }
     // The linear part.
     let frame = linear_frame(j, a, b);
@@ -391,6 +392,38 @@ fn limit_row(c: f32, direction: vec3<f32>, accumulated: f32, axial_mass: f32, a:
     (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
     (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
     return updated;
+}
+
+// Twin of `joint::across_axes`: the unit direction across A's and B's axes (a universal
+// joint's, a ball joint's cone's; zero where they are parallel) in xyz, and the angle between
+// them in w.
+fn across_axes(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> vec4<f32> {
+    let axis_a = rotate(qa, j.local_axis_a);
+    let axis_b = rotate(qb, j.local_axis_b);
+    let across = cross3(axis_a, axis_b);
+    let sin = length3(across);
+    var n = vec3<f32>(0.0);
+    if sin > 1e-6 {
+        n = across * (1.0 / sin);
+    }
+    return vec4<f32>(n, angle_of(dot3(axis_a, axis_b), sin));
+}
+
+// Twin of `cone_limit` in src/cpu/joints.rs.
+fn cone_limit(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, Side>, k: mat3x3<f32>, use_bias: bool) {
+    let frame = across_axes(*j, (*a).q, (*b).q);
+    let n = frame.xyz;
+    let kn = dot3(n, mat3_mul(k, n));
+    let mass = select(0.0, 1.0 / kn, kn > 0.0);
+    let scales = limit_bias((*j).upper - frame.w, use_bias);
+    let direction = -n;
+    let cdot = dot3(direction, (*b).w - (*a).w);
+    let impulse = -mass * scales.y * (cdot + scales.x) - scales.z * (*j).upper_impulse;
+    let old = (*j).upper_impulse;
+    (*j).upper_impulse = max(old + impulse, 0.0);
+    let applied = direction * ((*j).upper_impulse - old);
+    (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
+    (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
 }
 
 // Twin of `slider_motor_and_limits` in src/cpu/joints.rs.

@@ -96,6 +96,20 @@ pub struct JointDesc {
     pub motor: Option<JointMotor>,
     /// The loads at which the joint breaks. `None` (the default): it never does.
     pub breaking: Option<JointBreaking>,
+    /// A ball joint's swing limit ([`JointCone`]). `None` (the default): it swings freely.
+    pub cone: Option<JointCone>,
+}
+
+/// A ball joint's cone: the angle between an axis of A and an axis of B, which coincide where
+/// the bodies were added (a limb's bone direction, say), stays within `half_angle`. It is a
+/// one-sided limit, soft once passed and speculative before it is reached, as a hinge's are;
+/// the twist about the axis stays free.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointCone {
+    /// The cone's axis, world frame at the bodies' initial poses (any length but zero).
+    pub axis: Vec3,
+    /// The largest angle between the bodies' axes, rad, in `(0, π]`.
+    pub half_angle: f32,
 }
 
 /// The loads a joint bears before it breaks: a joint whose reaction over a step's last
@@ -136,6 +150,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -150,6 +165,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -164,6 +180,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -178,6 +195,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -193,6 +211,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -207,6 +226,7 @@ impl JointDesc {
             limits: None,
             motor: None,
             breaking: None,
+            cone: None,
         }
     }
 
@@ -230,6 +250,13 @@ impl JointDesc {
     /// `max_effort`, N (see [`JointMotor`]).
     pub fn motor(mut self, speed: f32, max_effort: f32) -> Self {
         self.motor = Some(JointMotor { speed, max_effort });
+        self
+    }
+
+    /// The ball joint with its swing held within `half_angle`, rad, of `axis` (world frame at
+    /// the bodies' initial poses; see [`JointCone`]).
+    pub fn cone(mut self, axis: Vec3, half_angle: f32) -> Self {
+        self.cone = Some(JointCone { axis, half_angle });
         self
     }
 
@@ -297,6 +324,24 @@ impl JointDesc {
             check_finite("joint motor speed", motor.speed, motor.speed.is_finite())?;
             check_non_negative("joint motor effort", motor.max_effort)?;
         }
+        let cone = match self.cone {
+            Some(cone) => {
+                if !matches!(kind, JointKind::Spherical) {
+                    return Err(Error::InvalidJoint { reason: "a cone limits a ball joint only".into() });
+                }
+                let axis = direction("joint cone axis", cone.axis)?;
+                check_finite("joint cone angle", cone.half_angle, cone.half_angle.is_finite())?;
+                if cone.half_angle <= 0.0 || cone.half_angle > std::f32::consts::PI {
+                    return Err(Error::OutOfRange {
+                        what: "joint cone angle",
+                        range: "(0, pi]",
+                        value: cone.half_angle,
+                    });
+                }
+                Some(JointCone { axis, ..cone })
+            }
+            None => None,
+        };
         if let Some(breaking) = self.breaking {
             for (what, value) in [("joint breaking force", breaking.force), ("joint breaking torque", breaking.torque)]
             {
@@ -305,7 +350,7 @@ impl JointDesc {
                 }
             }
         }
-        Ok(Self { kind, ..self })
+        Ok(Self { kind, cone, ..self })
     }
 }
 
@@ -353,7 +398,8 @@ pub(crate) fn reactions(
 ) -> Vec<JointReaction> {
     let mut out = vec![JointReaction::default(); joints.len()];
     for (j, &index) in joints.iter().zip(order) {
-        let (linear, angular) = reaction_impulses(j, bodies[j.body_a as usize].orientation);
+        let (qa, qb) = (bodies[j.body_a as usize].orientation, bodies[j.body_b as usize].orientation);
+        let (linear, angular) = reaction_impulses(j, qa, qb);
         let broken = j.flags & crate::layout::JOINT_BROKEN != 0;
         out[index as usize] = JointReaction { force: linear / h, torque: angular / h, broken };
     }
@@ -361,16 +407,34 @@ pub(crate) fn reactions(
 }
 
 /// A joint's impulses on B over its last substep, linear (a slider's motor and limits
-/// included) and angular (a hinge's included), with A's orientation `qa` now. The twin of
+/// included) and angular (a hinge's, and a ball joint's cone), with A's and B's orientations
+/// `qa` and `qb` now. The twin of
 /// `reaction_impulses` in shaders/joints.wgsl, which breaks joints by it as the CPU does.
-pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat) -> (Vec3, Vec3) {
+pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam::Quat) -> (Vec3, Vec3) {
     let (mut linear, mut angular) = (j.linear_impulse, j.angular_impulse);
     let axial = (j.motor_impulse + j.lower_impulse) - j.upper_impulse;
     if j.angular == crate::layout::JOINT_ANGULAR_HINGE {
         angular += crate::math::rotate(qa, j.local_axis_a) * axial;
     }
+    if j.angular == crate::layout::JOINT_ANGULAR_FREE && j.flags & crate::layout::JOINT_LIMITED != 0 {
+        // A ball joint's cone pushes B's axis back towards A's.
+        angular -= across_axes(j, qa, qb).0 * j.upper_impulse;
+    }
     if j.linear == crate::layout::JOINT_LINEAR_LINE {
         linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
     }
     (linear, angular)
+}
+
+/// A universal joint's or a ball joint's cone's axes now, from A's and B's orientations `qa`
+/// and `qb`: the unit direction across A's and B's axes, about which B's has turned away from
+/// A's (zero where they are parallel), and the angle between them. The twin of `across_axes`
+/// in shaders/joints.wgsl.
+pub(crate) fn across_axes(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam::Quat) -> (Vec3, f32) {
+    let axis_a = crate::math::rotate(qa, j.local_axis_a);
+    let axis_b = crate::math::rotate(qb, j.local_axis_b);
+    let across = axis_a.cross(axis_b);
+    let sin = across.length();
+    let n = if sin > 1e-6 { across * (1.0 / sin) } else { Vec3::ZERO };
+    (n, crate::math::angle_of(axis_a.dot(axis_b), sin))
 }

@@ -121,7 +121,8 @@ const _: () = assert!(size_of::<GpuShape>() == 32);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuSolverBody {
-    /// World inverse inertia at the start of the step, as three columns (WGSL `mat3x3<f32>`).
+    /// World inverse inertia at the start of the substep (the step's start, then after each
+    /// position update), as three columns (WGSL `mat3x3<f32>`).
     pub inv_inertia_world: [Vec4; 3],
     /// Displacement of the centre of mass since the start of the step, m.
     pub delta_position: Vec3,
@@ -509,15 +510,17 @@ pub struct GpuJoint {
     pub lower: f32,
     /// The anchor in B's principal frame, from B's centre of mass, m.
     pub local_anchor_b: Vec3,
-    /// A hinge's highest angle, rad, from the middle of its limits, or a slider's highest
-    /// translation, m (with [`JOINT_LIMITED`]).
+    /// A hinge's highest angle, rad, from the middle of its limits, a slider's highest
+    /// translation, m, or a ball joint's cone half angle, rad (with [`JOINT_LIMITED`]).
     pub upper: f32,
-    /// A hinge's axis, or a universal joint's axis on A, in A's principal frame.
+    /// A hinge's axis, a universal joint's axis on A, or a ball joint's cone axis on A, in A's
+    /// principal frame.
     pub local_axis_a: Vec3,
     /// A motor's speed (with [`JOINT_MOTOR`]): a hinge's, B's turn about the axis relative to
     /// A's, rad/s; a slider's, B's anchor's along the line relative to A, m/s.
     pub motor_speed: f32,
-    /// A hinge's axis, or a universal joint's axis on B, in B's principal frame.
+    /// A hinge's axis, a universal joint's axis on B, or a ball joint's cone axis on B, in B's
+    /// principal frame.
     pub local_axis_b: Vec3,
     /// A motor's largest torque, N m (a hinge's), or force, N (a slider's) (with
     /// [`JOINT_MOTOR`]).
@@ -535,7 +538,8 @@ pub struct GpuJoint {
     pub lower_impulse: f32,
     /// Accumulated linear impulse on B (its opposite on A), N s.
     pub linear_impulse: Vec3,
-    /// Accumulated impulse of a hinge's upper limit, N m s, or a slider's, N s.
+    /// Accumulated impulse of a hinge's upper limit or a ball joint's cone, N m s, or of a
+    /// slider's upper limit, N s.
     pub upper_impulse: f32,
     /// Accumulated angular impulse on B (its opposite on A), N m s.
     pub angular_impulse: Vec3,
@@ -1005,7 +1009,10 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
         }
         let mut axis_b = Vec3::ZERO;
         let ((angular, axis), (linear, linear_axis)) = match joint.kind {
-            JointKind::Spherical => ((JOINT_ANGULAR_FREE, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
+            // A ball joint's cone axis is an axis of both bodies.
+            JointKind::Spherical => {
+                ((JOINT_ANGULAR_FREE, joint.cone.map_or(Vec3::ZERO, |c| c.axis)), (JOINT_LINEAR_POINT, Vec3::ZERO))
+            }
             JointKind::Revolute { axis } => ((JOINT_ANGULAR_HINGE, axis), (JOINT_LINEAR_POINT, Vec3::ZERO)),
             JointKind::Fixed => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_POINT, Vec3::ZERO)),
             JointKind::Prismatic { axis } => ((JOINT_ANGULAR_LOCKED, Vec3::ZERO), (JOINT_LINEAR_LINE, axis)),
@@ -1034,9 +1041,14 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
         let middle = joint.limits.filter(|_| hinge).map_or(0.0, |l| 0.5 * (l[0] + l[1]));
         let reference_direction_a = if middle == 0.0 { across } else { Quat::from_axis_angle(axis, middle) * across };
         let reference_direction_b = across;
-        let (lower, upper) = joint.limits.map_or((0.0, 0.0), |l| (l[0] - middle, l[1] - middle));
+        let (lower, upper) = match (joint.limits, joint.cone) {
+            (Some(l), _) => (l[0] - middle, l[1] - middle),
+            // A cone's half angle is its upper limit.
+            (None, Some(cone)) => (0.0, cone.half_angle),
+            (None, None) => (0.0, 0.0),
+        };
         let (motor_speed, max_motor_effort) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_effort));
-        let flags = if joint.limits.is_some() { JOINT_LIMITED } else { 0 }
+        let flags = if joint.limits.is_some() || joint.cone.is_some() { JOINT_LIMITED } else { 0 }
             | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
         colored.push((
             color,

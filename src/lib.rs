@@ -52,7 +52,7 @@ pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDes
 pub use cpu::CpuSolver;
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, GpuContext, GpuSolver, shaders};
-pub use joint::{JointBreaking, JointDesc, JointHandle, JointKind, JointMotor, JointReaction};
+pub use joint::{JointBreaking, JointCone, JointDesc, JointHandle, JointKind, JointMotor, JointReaction};
 pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};

@@ -8,7 +8,8 @@
 //! each a soft constraint in the biased solve
 //! (bias from the position error of the moment, scaled by [`StepParams::joint_bias_rate`]) and
 //! rigid in the relax iterations. The angular block is solved first, then a hinge's motor and
-//! limits about its axis or a slider's along its line, then the linear part. The position error is measured from the bodies' motion
+//! limits about its axis, a slider's along its line or a ball joint's cone, then the linear
+//! part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color; runs of ball joints go through the same
@@ -29,7 +30,7 @@ use crate::layout::{
 use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
 /// One side of a joint while it is solved: the body's velocities, inverse mass and world
-/// inverse inertia (frozen for the step), orientation and displacement since the step began.
+/// inverse inertia (at the substep's pose), orientation and displacement since the step began.
 struct Side {
     v: Vec3,
     w: Vec3,
@@ -106,7 +107,8 @@ fn break_if_overloaded(
     if unbreakable(loads) || j.flags & JOINT_BROKEN != 0 {
         return;
     }
-    let (linear, angular) = crate::joint::reaction_impulses(j, bodies[j.body_a as usize].orientation);
+    let (qa, qb) = (bodies[j.body_a as usize].orientation, bodies[j.body_b as usize].orientation);
+    let (linear, angular) = crate::joint::reaction_impulses(j, qa, qb);
     if linear.length() > loads.force * p.h || angular.length() > loads.torque * p.h {
         j.flags |= JOINT_BROKEN;
         j.linear_impulse = Vec3::ZERO;
@@ -137,12 +139,7 @@ fn hinge_axis(j: &GpuJoint, a: &Side) -> Vec3 {
 /// A universal joint's direction across its two axes now (unit; zero where they have come
 /// parallel), along which it holds their angle, and that angle.
 fn two_axes(j: &GpuJoint, a: &Side, b: &Side) -> (Vec3, f32) {
-    let axis_a = rotate(a.q, j.local_axis_a);
-    let axis_b = rotate(b.q, j.local_axis_b);
-    let across = axis_a.cross(axis_b);
-    let sin = across.length();
-    let n = if sin > 1e-6 { across * (1.0 / sin) } else { Vec3::ZERO };
-    (n, angle_of(axis_a.dot(axis_b), sin))
+    crate::joint::across_axes(j, a.q, b.q)
 }
 
 /// The accumulated angular impulse that acts: a hinge's, less what lies along its axis (the
@@ -329,6 +326,9 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
     if j.angular == JOINT_ANGULAR_HINGE {
         // A hinge's motor and limits act about its axis.
         angular += hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
+    } else if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_LIMITED != 0 {
+        // A ball joint's cone pushes B's axis back towards A's.
+        angular -= crate::joint::across_axes(j, a.q, b.q).0 * j.upper_impulse;
     }
     a.v -= a.inv_mass * linear;
     a.w -= a.inv_inertia * (lever_a.cross(linear) + angular);
@@ -418,6 +418,9 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     }
     if j.linear == JOINT_LINEAR_LINE && j.flags != 0 {
         slider_motor_and_limits(p, j, a, b, use_bias);
+    }
+    if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_LIMITED != 0 {
+        cone_limit(p, j, a, b, k, use_bias);
     }
     // The linear part: the anchors' relative velocity, and their separation for the bias.
     let (ra, rb, separation, lever_a) = linear_frame(j, a, b);
@@ -519,6 +522,27 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         limit(angle - j.lower, axis, &mut j.lower_impulse, a, b);
         limit(j.upper - angle, -axis, &mut j.upper_impulse, a, b);
     }
+}
+
+/// A ball joint's cone: one row about the direction across A's and B's axes, which pushes B's
+/// axis back towards A's once their angle has passed the half angle (`upper`), with the
+/// accumulated impulse in `upper_impulse`; `k` is the two bodies' world inverse inertias
+/// summed. Where the axes are parallel the row has no direction, and the cone is far from its
+/// limit.
+fn cone_limit(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, k: Mat3, use_bias: bool) {
+    let (n, angle) = crate::joint::across_axes(j, a.q, b.q);
+    let kn = n.dot(k * n);
+    let mass = if kn > 0.0 { 1.0 / kn } else { 0.0 };
+    let (bias, mass_scale, impulse_scale) = limit_bias(p, j.upper - angle, use_bias);
+    // The angle grows at n · (ω_b - ω_a); the limit pushes along -n.
+    let direction = -n;
+    let cdot = direction.dot(b.w - a.w);
+    let impulse = -mass * mass_scale * (cdot + bias) - impulse_scale * j.upper_impulse;
+    let old = j.upper_impulse;
+    j.upper_impulse = (old + impulse).max(0.0);
+    let applied = direction * (j.upper_impulse - old);
+    a.w -= a.inv_inertia * applied;
+    b.w += b.inv_inertia * applied;
 }
 
 /// A slider's motor (rigid, its accumulated impulse within the force it may apply over the
