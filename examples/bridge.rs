@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // A column of crates of 50, 100, 200, ... kg above the bridge's middle, the lowest 3 m up
-    // and each 2 m above the last: they land one after another, from 0.78 s on.
+    // and each 2 m above the last: they land one after another, from 0.72 s on.
     let crates: Vec<(BodyHandle, f32)> = (0..6)
         .map(|k| {
             let mass = 50.0 * 2f32.powi(k);

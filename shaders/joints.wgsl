@@ -100,7 +100,7 @@ fn reaction_impulses(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> array<vec3<f32>,
         angular = angular + rotate(qa, j.local_axis_a) * axial;
     }
     if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
-        angular = angular - across_axes(j, qa, qb).xyz * j.upper_impulse;
+        angular = angular - cone_direction(j, qa, qb).xyz * j.upper_impulse;
     }
     if j.linear == JOINT_LINEAR_LINE {
         linear = linear + rotate(qa, j.local_linear_axis_a) * axial;
@@ -197,7 +197,7 @@ fn warm_start_joints(
     if j.angular == JOINT_ANGULAR_HINGE {
         angular = angular + hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
     } else if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
-        angular = angular - across_axes(j, a.q, b.q).xyz * j.upper_impulse;
+        angular = angular - cone_direction(j, a.q, b.q).xyz * j.upper_impulse;
     }
     a.v = a.v - a.inv_mass * linear;
     a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear) + angular);
@@ -409,9 +409,19 @@ fn across_axes(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(n, angle_of(dot3(axis_a, axis_b), sin));
 }
 
+// Twin of `joint::cone_direction`: `across_axes`, but where the axes point exactly opposite
+// ways (past any cone) a direction across A's axis.
+fn cone_direction(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> vec4<f32> {
+    let frame = across_axes(j, qa, qb);
+    if all(frame.xyz == vec3<f32>(0.0)) && frame.w > 1.0 {
+        return vec4<f32>(tangent_basis(rotate(qa, j.local_axis_a)).t1, frame.w);
+    }
+    return frame;
+}
+
 // Twin of `cone_limit` in src/cpu/joints.rs.
 fn cone_limit(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, Side>, k: mat3x3<f32>, use_bias: bool) {
-    let frame = across_axes(*j, (*a).q, (*b).q);
+    let frame = cone_direction(*j, (*a).q, (*b).q);
     let n = frame.xyz;
     let kn = dot3(n, mat3_mul(k, n));
     let mass = select(0.0, 1.0 / kn, kn > 0.0);

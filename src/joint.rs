@@ -12,7 +12,8 @@
 //! or in a plane through it (2), the line and plane turning with A; and the relative rotation
 //! free (3 angular DOF), about two axes whose angle is held (a universal joint, 2), about one
 //! common axis only (a hinge, 1) or locked (0). A hinge may
-//! have limits on its angle and a motor, and a slider limits on its translation and a motor.
+//! have limits on its angle and a motor, a slider limits on its translation and a motor, and a
+//! ball joint a cone that limits its swing.
 //!
 //! A joint may break ([`JointDesc::breaks_at`]): one whose force or torque passed its loads
 //! in a step holds nothing from the next step on, and its bodies collide again from then.
@@ -37,7 +38,7 @@ use crate::error::{Error, Result, check_finite, check_non_negative};
 #[non_exhaustive]
 pub enum JointKind {
     /// Ball and socket: the bodies' anchor points stay together; they turn freely about it
-    /// (three constraints).
+    /// (three constraints), within a cone if it has one ([`JointDesc::cone`]).
     Spherical,
     /// Hinge: the anchor points stay together and the bodies turn relative to each other only
     /// about the axis (five constraints).
@@ -108,7 +109,7 @@ pub struct JointDesc {
 pub struct JointCone {
     /// The cone's axis, world frame at the bodies' initial poses (any length but zero).
     pub axis: Vec3,
-    /// The largest angle between the bodies' axes, rad, in `(0, π]`.
+    /// The largest angle between the bodies' axes, rad, in `(0, π)`.
     pub half_angle: f32,
 }
 
@@ -331,10 +332,12 @@ impl JointDesc {
                 }
                 let axis = direction("joint cone axis", cone.axis)?;
                 check_finite("joint cone angle", cone.half_angle, cone.half_angle.is_finite())?;
-                if cone.half_angle <= 0.0 || cone.half_angle > std::f32::consts::PI {
+                // (At π the limit would stand at the antipode, a wall the axis could not swing
+                // through: the joint without a cone is the one that swings freely.)
+                if cone.half_angle <= 0.0 || cone.half_angle >= std::f32::consts::PI {
                     return Err(Error::OutOfRange {
                         what: "joint cone angle",
-                        range: "(0, pi]",
+                        range: "(0, pi)",
                         value: cone.half_angle,
                     });
                 }
@@ -372,7 +375,7 @@ impl JointHandle {
 
 /// What a joint did in the last substep, world frame: the force it applied to body B at B's
 /// anchor (a slider's motor and limits included), N, and the torque it applied to B besides
-/// (its angular rows, a hinge's motor and limits), N m. Body A received their opposites (the
+/// (its angular rows, a hinge's motor and limits, a ball joint's cone), N m. Body A received their opposites (the
 /// force at A's anchor, or for a slider or a point on a plane at the point of A under B's
 /// anchor). A joint's accumulated impulses over the substep, divided by the substep, which a
 /// joint that breaks ([`JointBreaking`]) compares with its loads.
@@ -418,7 +421,7 @@ pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat, qb:
     }
     if j.angular == crate::layout::JOINT_ANGULAR_FREE && j.flags & crate::layout::JOINT_LIMITED != 0 {
         // A ball joint's cone pushes B's axis back towards A's.
-        angular -= across_axes(j, qa, qb).0 * j.upper_impulse;
+        angular -= cone_direction(j, qa, qb).0 * j.upper_impulse;
     }
     if j.linear == crate::layout::JOINT_LINEAR_LINE {
         linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
@@ -437,4 +440,17 @@ pub(crate) fn across_axes(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam:
     let sin = across.length();
     let n = if sin > 1e-6 { across * (1.0 / sin) } else { Vec3::ZERO };
     (n, crate::math::angle_of(axis_a.dot(axis_b), sin))
+}
+
+/// A ball joint's cone now: the direction about which its limit pushes B's axis back towards
+/// A's (the one across the two axes; where they point exactly opposite ways, past any cone,
+/// one across A's axis), and the angle between the axes. The twin of `cone_direction` in
+/// shaders/joints.wgsl.
+pub(crate) fn cone_direction(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam::Quat) -> (Vec3, f32) {
+    let (n, angle) = across_axes(j, qa, qb);
+    if n == Vec3::ZERO && angle > 1.0 {
+        (crate::math::tangent_basis(crate::math::rotate(qa, j.local_axis_a)).0, angle)
+    } else {
+        (n, angle)
+    }
 }

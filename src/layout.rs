@@ -116,13 +116,14 @@ pub struct GpuShape {
 }
 const _: () = assert!(size_of::<GpuShape>() == 32);
 
-/// Per-step solver scratch of a body: frozen world inverse inertia and the motion since the
-/// start of the step, from which substeps update contact separations. 80 bytes.
+/// Per-step solver scratch of a body: its world inverse inertia at its pose now and the motion
+/// since the start of the step, from which substeps update contact separations. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuSolverBody {
-    /// World inverse inertia at the start of the substep (the step's start, then after each
-    /// position update), as three columns (WGSL `mat3x3<f32>`).
+    /// World inverse inertia at the body's pose now: set at the step's start, and again after
+    /// each position update (so the relax sweeps see the pose after it), as three columns
+    /// (WGSL `mat3x3<f32>`).
     pub inv_inertia_world: [Vec4; 3],
     /// Displacement of the centre of mass since the start of the step, m.
     pub delta_position: Vec3,

@@ -475,7 +475,8 @@ fn a_slowly_sliding_box_recycles_every_other_step_on_the_cpu() {
 /// ends 60 steps in equal states: the passes change nothing there (as numbers: adding the
 /// overflow's zeros can only turn a -0 into 0). On the GPU the bouncy world records 10 more
 /// dispatches a step: the planes' restitution, the three colors, the overflow and its gather,
-/// and the warm start's work on bouncing manifolds once in each of the four substeps.
+/// and the warm start's work on bouncing manifolds once in each of the four substeps; and, as
+/// its plane is its first static collider, the static solve and relax passes in each substep.
 #[test]
 fn restitution_passes_are_left_out_only_where_they_change_nothing() {
     let mut desc = scenes::bench_desc();

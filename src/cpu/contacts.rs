@@ -3181,8 +3181,9 @@ mod tests {
         );
     }
 
-    /// Position integration in four and in eight lanes gives bit for bit the poses and motions
-    /// of the one-body code, for bodies turning slowly and fast, and leaves static ones alone;
+    /// Position integration in four and in eight lanes gives bit for bit the poses, motions and
+    /// world inertia of the one-body code, for bodies turning slowly and fast, and leaves static
+    /// ones alone;
     /// a group with a body turning past the exponential map's direct range is left unwritten
     /// (for the one-body code, which halves the angle first).
     #[test]
@@ -3208,7 +3209,9 @@ mod tests {
             let delta_rotation = Quat::from_axis_angle(moved.normalize(), 0.1 * moved.y);
             solver_bodies.push(GpuSolverBody { delta_position: moved, delta_rotation, ..GpuSolverBody::at_rest() });
             let kind = [KIND_DYNAMIC, KIND_DYNAMIC, KIND_STATIC, KIND_KINEMATIC][k % 4];
-            props.push(GpuBodyProps { kind, ..Default::default() });
+            // Uneven principal inertia, so the world inertia each substep recomputes is no zero.
+            let inv_inertia = Vec3::new(1.0, 3.0, 7.0) + v().abs();
+            props.push(GpuBodyProps { kind, inv_inertia, ..Default::default() });
         }
         let (mut one, mut one_s) = (bodies.clone(), solver_bodies.clone());
         for ((b, sb), pr) in one.iter_mut().zip(&mut one_s).zip(&props) {

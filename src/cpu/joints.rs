@@ -185,7 +185,7 @@ pub(crate) struct Run {
     pub(crate) lanes: Option<Simd>,
 }
 
-/// Whether a joint is a ball joint, which the lane code takes.
+/// Whether a joint is a ball joint without a cone (and unbroken), which the lane code takes.
 fn is_ball(j: &GpuJoint) -> bool {
     j.linear == JOINT_LINEAR_POINT && j.angular == JOINT_ANGULAR_FREE && j.flags == 0
 }
@@ -328,7 +328,7 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
         angular += hinge_axis(j, a) * ((j.motor_impulse + j.lower_impulse) - j.upper_impulse);
     } else if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_LIMITED != 0 {
         // A ball joint's cone pushes B's axis back towards A's.
-        angular -= crate::joint::across_axes(j, a.q, b.q).0 * j.upper_impulse;
+        angular -= crate::joint::cone_direction(j, a.q, b.q).0 * j.upper_impulse;
     }
     a.v -= a.inv_mass * linear;
     a.w -= a.inv_inertia * (lever_a.cross(linear) + angular);
@@ -472,8 +472,8 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     b.w += b.inv_inertia * rb.cross(linear);
 }
 
-/// The velocity bias, mass scale and impulse scale of a hinge's or slider's limit that the
-/// joint is `c` inside (an angle or a translation): a limit not yet reached (`c > 0`) lets the
+/// The velocity bias, mass scale and impulse scale of a hinge's, slider's or cone's limit
+/// that the joint is `c` inside (an angle or a translation): a limit not yet reached (`c > 0`) lets the
 /// joint close the gap within the substep and no further; one passed is pushed back softly in
 /// the biased solve, as the joint is.
 fn limit_bias(p: &StepParams, c: f32, use_bias: bool) -> (f32, f32, f32) {
@@ -528,9 +528,9 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
 /// axis back towards A's once their angle has passed the half angle (`upper`), with the
 /// accumulated impulse in `upper_impulse`; `k` is the two bodies' world inverse inertias
 /// summed. Where the axes are parallel the row has no direction, and the cone is far from its
-/// limit.
+/// limit; where they are opposite, it pushes about a direction across A's axis.
 fn cone_limit(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, k: Mat3, use_bias: bool) {
-    let (n, angle) = crate::joint::across_axes(j, a.q, b.q);
+    let (n, angle) = crate::joint::cone_direction(j, a.q, b.q);
     let kn = n.dot(k * n);
     let mass = if kn > 0.0 { 1.0 / kn } else { 0.0 };
     let (bias, mass_scale, impulse_scale) = limit_bias(p, j.upper - angle, use_bias);

@@ -92,8 +92,9 @@ fn is_dynamic(props: &GpuBodyProps) -> bool {
 /// core point of a body against every static collider; an SDF's normal is its gradient at the
 /// point). A slot becomes active when its support point is within
 /// the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
-/// impulses if it was active then (warm starting by feature key = slot). Also freezes the
-/// world inverse inertia for the step and clears the step deltas of every body that moves.
+/// impulses if it was active then (warm starting by feature key = slot). Also sets the world
+/// inverse inertia for the step's first substep (`integrate_position` updates it after each
+/// position update) and clears the step deltas of every body that moves.
 pub(crate) fn narrow_phase(buf: &mut Buffers) {
     let p = buf.params;
     let (props, shapes, geometry, colliders) = (buf.props, buf.shapes, buf.geometry, buf.colliders);
