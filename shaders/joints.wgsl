@@ -67,8 +67,8 @@ fn break_joints(
     }
     var j = joints[i];
     let loads = joint_breaks[i];
-    let unbreakable = loads.force == 3.4028235e38 && loads.torque == 3.4028235e38;
-    if unbreakable || (j.flags & JOINT_BROKEN) != 0u {
+    let breakable = loads.force < JOINT_NO_LOAD || loads.torque < JOINT_NO_LOAD;
+    if !breakable || (j.flags & JOINT_BROKEN) != 0u {
         return;
     }
     let impulses = reaction_impulses(j, bodies[j.body_a].orientation, bodies[j.body_b].orientation);

@@ -482,6 +482,8 @@ pub const JOINT_MOTOR: u32 = 2;
 pub const JOINT_BROKEN: u32 = 4;
 /// A `topology` entry of a no-contact list that names no body (its joint broke).
 pub const NO_BODY: u32 = u32::MAX;
+/// A [`GpuJointBreak`] load that never breaks the joint.
+pub const JOINT_NO_LOAD: f32 = f32::MAX;
 /// `linear` of a joint that holds the anchors together (0 linear DOF).
 pub const JOINT_LINEAR_POINT: u32 = 0;
 /// `linear` of a joint that lets B's anchor move along a line through A's (1 linear DOF).
@@ -565,9 +567,10 @@ const _: () = assert!(size_of::<GpuJoint>() == 192);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuJointBreak {
-    /// The largest force on B (its linear impulses over a substep), N; `f32::MAX` for none.
+    /// The largest force on B (its linear impulses over a substep), N; [`JOINT_NO_LOAD`] for
+    /// none.
     pub force: f32,
-    /// The largest torque on B besides, N m; `f32::MAX` for none.
+    /// The largest torque on B besides, N m; [`JOINT_NO_LOAD`] for none.
     pub torque: f32,
     /// Where in `topology` A's no-contact list names B for this joint, or [`NO_BODY`] when the
     /// bodies collide anyway: overwritten with [`NO_BODY`] when the joint breaks.
@@ -576,6 +579,13 @@ pub struct GpuJointBreak {
     pub entry_b: u32,
 }
 const _: () = assert!(size_of::<GpuJointBreak>() == 16);
+
+impl GpuJointBreak {
+    /// Whether the joint can break: a load below [`JOINT_NO_LOAD`].
+    pub fn breakable(&self) -> bool {
+        self.force < JOINT_NO_LOAD || self.torque < JOINT_NO_LOAD
+    }
+}
 
 /// Per-step constants, written once when the solver is built (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
@@ -951,8 +961,9 @@ impl Packed {
             .map(|&index| {
                 let joint = &world.joints[index as usize];
                 // A load beyond any f32 never breaks the joint; the GPU compares finite numbers.
-                let most = |x: f32| x.min(f32::MAX);
-                let (force, torque) = joint.breaking.map_or((f32::MAX, f32::MAX), |b| (most(b.force), most(b.torque)));
+                let most = |x: f32| x.min(JOINT_NO_LOAD);
+                let none = (JOINT_NO_LOAD, JOINT_NO_LOAD);
+                let (force, torque) = joint.breaking.map_or(none, |b| (most(b.force), most(b.torque)));
                 let [entry_a, entry_b] = entries[index as usize];
                 GpuJointBreak { force, torque, entry_a, entry_b }
             })

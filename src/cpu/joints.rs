@@ -84,14 +84,9 @@ pub(crate) fn break_overloaded(
     }
 }
 
-/// The joints of `breaks` that can break: those with a load below `f32::MAX`.
+/// The joints of `breaks` that can break ([`GpuJointBreak::breakable`]).
 pub(crate) fn breakable(breaks: &[GpuJointBreak]) -> Vec<u32> {
-    (0..breaks.len() as u32).filter(|&k| !unbreakable(&breaks[k as usize])).collect()
-}
-
-/// Whether a joint never breaks (both loads `f32::MAX`, as `JointBreaking` of `None` packs).
-fn unbreakable(loads: &GpuJointBreak) -> bool {
-    loads.force == f32::MAX && loads.torque == f32::MAX
+    (0..breaks.len() as u32).filter(|&k| breaks[k as usize].breakable()).collect()
 }
 
 /// Breaks a joint whose impulses over the last substep exceeded its loads (`JointBreaking`,
@@ -104,7 +99,7 @@ fn break_if_overloaded(
     topology: &mut [u32],
     bodies: &[GpuBody],
 ) {
-    if unbreakable(loads) || j.flags & JOINT_BROKEN != 0 {
+    if !loads.breakable() || j.flags & JOINT_BROKEN != 0 {
         return;
     }
     let (qa, qb) = (bodies[j.body_a as usize].orientation, bodies[j.body_b as usize].orientation);

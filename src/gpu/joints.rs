@@ -78,7 +78,7 @@ impl GpuJoints {
             contents: &slots,
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let breakable = breaks.iter().any(|b| b.force < f32::MAX || b.torque < f32::MAX);
+        let breakable = breaks.iter().any(GpuJointBreak::breakable);
         let breaks = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joint_breaks"),
             contents: bytemuck::cast_slice(breaks),
@@ -128,14 +128,13 @@ impl GpuJoints {
     }
 
     /// Records, where some joint can break, the check that breaks those the last step
-    /// overloaded: at the start of the step, before its broad phase. Returns the dispatches.
-    pub fn record_breaking(&self, pass: &mut wgpu::ComputePass) -> u32 {
-        let Some(breaking) = self.breaking.as_ref() else { return 0 };
+    /// overloaded: at the start of the step, before its broad phase.
+    pub fn record_breaking(&self, pass: &mut wgpu::ComputePass) {
+        let Some(breaking) = self.breaking.as_ref() else { return };
         pass.push_debug_group("break_joints");
         pass.set_pipeline(breaking);
         self.dispatch(pass, self.colors());
         pass.pop_debug_group();
-        1
     }
 
     /// Whether the step breaks overloaded joints ([`GpuJoints::record_breaking`]).
