@@ -166,7 +166,7 @@ struct Joint {
     local_ref_a: vec3<f32>,
     rest_angle: f32,
     local_ref_b: vec3<f32>,
-    _pad1: f32,
+    twist_upper_impulse: f32,
 }
 
 // When a joint breaks, and where its bodies' no-contact entries are (`GpuJointBreak`).

@@ -102,6 +102,9 @@ fn reaction_impulses(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> array<vec3<f32>,
     if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
         angular = angular - cone_direction(j, qa, qb).xyz * j.upper_impulse;
     }
+    if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_TWIST) != 0u {
+        angular = angular + twist_frame(j, qa, qb).xyz * (j.lower_impulse - j.twist_upper_impulse);
+    }
     if j.linear == JOINT_LINEAR_LINE {
         linear = linear + rotate(qa, j.local_linear_axis_a) * axial;
     }
@@ -199,6 +202,9 @@ fn warm_start_joints(
     } else if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
         angular = angular - cone_direction(j, a.q, b.q).xyz * j.upper_impulse;
     }
+    if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_TWIST) != 0u {
+        angular = angular + twist_frame(j, a.q, b.q).xyz * (j.lower_impulse - j.twist_upper_impulse);
+    }
     a.v = a.v - a.inv_mass * linear;
     a.w = a.w - mat3_mul(a.inv_inertia, cross3(lever_a, linear) + angular);
     b.v = b.v + b.inv_mass * linear;
@@ -279,6 +285,9 @@ fn solve_joint(i: u32, use_bias: bool) {
     }
     if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_LIMITED) != 0u {
         cone_limit(&j, &a, &b, k, use_bias);
+    }
+    if j.angular == JOINT_ANGULAR_FREE && (j.flags & JOINT_TWIST) != 0u {
+        twist_limits(&j, &a, &b, k, use_bias);
     }
     // The linear part.
     let frame = linear_frame(j, a, b);
@@ -381,8 +390,8 @@ fn hinge_motor_and_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: pt
     }
 }
 
-// One hinge limit pushing along `direction` (the closure `limit` in src/cpu/joints.rs): applies
-// its impulse to the sides and returns its new accumulated impulse.
+// Twin of `limit_row` in src/cpu/joints.rs: one angular limit pushing along `direction`;
+// applies its impulse to the sides and returns its new accumulated impulse.
 fn limit_row(c: f32, direction: vec3<f32>, accumulated: f32, axial_mass: f32, a: ptr<function, Side>, b: ptr<function, Side>, use_bias: bool) -> f32 {
     let scales = limit_bias(c, use_bias);
     let cdot = dot3(direction, (*b).w - (*a).w);
@@ -434,6 +443,35 @@ fn cone_limit(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, 
     let applied = direction * ((*j).upper_impulse - old);
     (*a).w = (*a).w - mat3_mul((*a).inv_inertia, applied);
     (*b).w = (*b).w + mat3_mul((*b).inv_inertia, applied);
+}
+
+// Twin of `joint::twist_frame`: the direction whose product with B's angular velocity
+// relative to A's is the ball joint's twist rate (xyz), and the twist (w); both zero where the
+// axes point (nearly) opposite ways.
+fn twist_frame(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> vec4<f32> {
+    let axis_a = rotate(qa, j.local_axis_a);
+    let axis_b = rotate(qb, j.local_axis_b);
+    let ref_a = rotate(qa, j.local_ref_a);
+    let ref_b = rotate(qb, j.local_ref_b);
+    let cos = dot3(axis_a, axis_b);
+    let s = 1.0 + cos;
+    if s < TWIST_MIN_ONE_PLUS_COS {
+        return vec4<f32>(0.0);
+    }
+    let k = cross3(axis_b, axis_a);
+    let swung = (ref_b * cos + cross3(k, ref_b)) + k * (dot3(k, ref_b) / s);
+    let angle = angle_of(dot3(ref_a, swung), dot3(axis_a, cross3(ref_a, swung)));
+    return vec4<f32>((axis_a + axis_b) * (1.0 / s), angle);
+}
+
+// Twin of `twist_limits` in src/cpu/joints.rs.
+fn twist_limits(j: ptr<function, Joint>, a: ptr<function, Side>, b: ptr<function, Side>, k: mat3x3<f32>, use_bias: bool) {
+    let frame = twist_frame(*j, (*a).q, (*b).q);
+    let d = frame.xyz;
+    let kd = dot3(d, mat3_mul(k, d));
+    let mass = select(0.0, 1.0 / kd, kd > 0.0);
+    (*j).lower_impulse = limit_row(frame.w - (*j).lower, d, (*j).lower_impulse, mass, a, b, use_bias);
+    (*j).twist_upper_impulse = limit_row(-(*j).lower - frame.w, -d, (*j).twist_upper_impulse, mass, a, b, use_bias);
 }
 
 // Twin of `slider_motor_and_limits` in src/cpu/joints.rs.

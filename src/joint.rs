@@ -99,12 +99,17 @@ pub struct JointDesc {
     pub breaking: Option<JointBreaking>,
     /// A ball joint's swing limit ([`JointCone`]). `None` (the default): it swings freely.
     pub cone: Option<JointCone>,
+    /// A ball joint's lowest and highest twist, rad, within `[-π, π]`: B's turn about the
+    /// cone's axis relative to A, 0 where they were added, measured after the swing that
+    /// brings B's axis onto A's is undone (a swing-twist decomposition). It needs a cone,
+    /// whose axis it turns about. `None` (the default): the twist is free.
+    pub twist: Option<[f32; 2]>,
 }
 
 /// A ball joint's cone: the angle between an axis of A and an axis of B, which coincide where
 /// the bodies were added (a limb's bone direction, say), stays within `half_angle`. It is a
 /// one-sided limit, soft once passed and speculative before it is reached, as a hinge's are;
-/// the twist about the axis stays free.
+/// the twist about the axis stays free unless limited too ([`JointDesc::twist`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JointCone {
     /// The cone's axis, world frame at the bodies' initial poses (any length but zero).
@@ -152,6 +157,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -167,6 +173,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -182,6 +189,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -197,6 +205,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -213,6 +222,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -228,6 +238,7 @@ impl JointDesc {
             motor: None,
             breaking: None,
             cone: None,
+            twist: None,
         }
     }
 
@@ -258,6 +269,15 @@ impl JointDesc {
     /// the bodies' initial poses; see [`JointCone`]).
     pub fn cone(mut self, axis: Vec3, half_angle: f32) -> Self {
         self.cone = Some(JointCone { axis, half_angle });
+        self
+    }
+
+    /// The ball joint with its twist about its cone's axis held between `lower` and `upper`,
+    /// rad (see [`JointDesc::twist`](JointDesc#structfield.twist)); it needs a cone. Lower and
+    /// upper limits, like a hinge's, each one-sided, soft once passed and speculative before
+    /// they are reached.
+    pub fn twist(mut self, lower: f32, upper: f32) -> Self {
+        self.twist = Some([lower, upper]);
         self
     }
 
@@ -302,21 +322,35 @@ impl JointDesc {
         };
         let hinge = matches!(kind, JointKind::Revolute { .. });
         let slider = matches!(kind, JointKind::Prismatic { .. });
-        if let Some([lower, upper]) = self.limits {
-            if !hinge && !slider {
-                return Err(Error::InvalidJoint { reason: "limits act on a hinge or a slider only".into() });
-            }
+        // Limits in order, and within ±π where they are angles.
+        let ordered = |what: &'static str, [lower, upper]: [f32; 2], angles: bool| -> Result<()> {
             for value in [lower, upper] {
-                check_finite("joint limit", value, value.is_finite())?;
-                if hinge && value.abs() > std::f32::consts::PI {
-                    return Err(Error::OutOfRange { what: "joint limit", range: "[-pi, pi]", value });
+                check_finite(what, value, value.is_finite())?;
+                if angles && value.abs() > std::f32::consts::PI {
+                    return Err(Error::OutOfRange { what, range: "[-pi, pi]", value });
                 }
             }
             if lower > upper {
                 return Err(Error::InvalidJoint {
-                    reason: format!("the lower limit {lower} is above the upper {upper}"),
+                    reason: format!("the lower {what} {lower} is above the upper {upper}"),
                 });
             }
+            Ok(())
+        };
+        if let Some(limits) = self.limits {
+            if !hinge && !slider {
+                return Err(Error::InvalidJoint { reason: "limits act on a hinge or a slider only".into() });
+            }
+            ordered("joint limit", limits, hinge)?;
+        }
+        if let Some(twist) = self.twist {
+            if self.cone.is_none() {
+                return Err(Error::InvalidJoint {
+                    reason: "a twist limit acts on a ball joint with a cone only (it turns about the cone's axis)"
+                        .into(),
+                });
+            }
+            ordered("joint twist limit", twist, true)?;
         }
         if let Some(motor) = self.motor {
             if !hinge && !slider {
@@ -375,7 +409,7 @@ impl JointHandle {
 
 /// What a joint did in the last substep, world frame: the force it applied to body B at B's
 /// anchor (a slider's motor and limits included), N, and the torque it applied to B besides
-/// (its angular rows, a hinge's motor and limits, a ball joint's cone), N m. Body A received their opposites (the
+/// (its angular rows, a hinge's motor and limits, a ball joint's cone and twist limits), N m. Body A received their opposites (the
 /// force at A's anchor, or for a slider or a point on a plane at the point of A under B's
 /// anchor). A joint's accumulated impulses over the substep, divided by the substep, which a
 /// joint that breaks ([`JointBreaking`]) compares with its loads.
@@ -410,7 +444,7 @@ pub(crate) fn reactions(
 }
 
 /// A joint's impulses on B over its last substep, linear (a slider's motor and limits
-/// included) and angular (a hinge's, and a ball joint's cone), with A's and B's orientations
+/// included) and angular (a hinge's, and a ball joint's cone and twist limits), with A's and B's orientations
 /// `qa` and `qb` now. The twin of
 /// `reaction_impulses` in shaders/joints.wgsl, which breaks joints by it as the CPU does.
 pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam::Quat) -> (Vec3, Vec3) {
@@ -422,6 +456,10 @@ pub(crate) fn reaction_impulses(j: &crate::layout::GpuJoint, qa: glam::Quat, qb:
     if j.angular == crate::layout::JOINT_ANGULAR_FREE && j.flags & crate::layout::JOINT_LIMITED != 0 {
         // A ball joint's cone pushes B's axis back towards A's.
         angular -= cone_direction(j, qa, qb).0 * j.upper_impulse;
+    }
+    if j.angular == crate::layout::JOINT_ANGULAR_FREE && j.flags & crate::layout::JOINT_TWIST != 0 {
+        // Its twist limits turn B about the twist's direction, the lower one up, the upper down.
+        angular += twist_frame(j, qa, qb).0 * (j.lower_impulse - j.twist_upper_impulse);
     }
     if j.linear == crate::layout::JOINT_LINEAR_LINE {
         linear += crate::math::rotate(qa, j.local_linear_axis_a) * axial;
@@ -452,5 +490,102 @@ pub(crate) fn cone_direction(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: gl
         (crate::math::tangent_basis(crate::math::rotate(qa, j.local_axis_a)).0, angle)
     } else {
         (n, angle)
+    }
+}
+
+/// A ball joint's twist now, from A's and B's orientations `qa` and `qb`: B's turn about the
+/// cone's axis relative to A, measured between A's reference direction across A's axis and
+/// B's carried back by the shortest rotation that brings B's axis onto A's, and the direction
+/// `d` whose product with B's angular velocity relative to A's is the twist's rate,
+/// `(a + b) / (1 + a·b)` for the axes `a` and `b`. Where the axes point (nearly) opposite ways
+/// the twist is not defined, and both are zero. The twin of `twist_frame` in
+/// shaders/joints.wgsl.
+pub(crate) fn twist_frame(j: &crate::layout::GpuJoint, qa: glam::Quat, qb: glam::Quat) -> (Vec3, f32) {
+    let axis_a = crate::math::rotate(qa, j.local_axis_a);
+    let axis_b = crate::math::rotate(qb, j.local_axis_b);
+    let ref_a = crate::math::rotate(qa, j.local_ref_a);
+    let ref_b = crate::math::rotate(qb, j.local_ref_b);
+    let cos = axis_a.dot(axis_b);
+    let s = 1.0 + cos;
+    if s < TWIST_MIN_ONE_PLUS_COS {
+        return (Vec3::ZERO, 0.0);
+    }
+    // Rodrigues' rotation of B's reference about b × a by the axes' angle.
+    let k = axis_b.cross(axis_a);
+    let swung = (ref_b * cos + k.cross(ref_b)) + k * (k.dot(ref_b) / s);
+    let angle = crate::math::angle_of(ref_a.dot(swung), axis_a.dot(ref_a.cross(swung)));
+    ((axis_a + axis_b) * (1.0 / s), angle)
+}
+
+/// Below this `1 + cos` of the angle between a ball joint's axes (about 177.4°) its twist is
+/// not measured and its twist limits do not act: the twist is undefined where the axes point
+/// opposite ways, and its rate's direction grows as `1 / (1 + cos)` towards there.
+pub(crate) const TWIST_MIN_ONE_PLUS_COS: f32 = 1e-3;
+
+#[cfg(test)]
+mod tests {
+    use glam::{Quat, Vec3};
+
+    use super::twist_frame;
+    use crate::layout::GpuJoint;
+
+    /// A joint whose axis is z and reference x in both bodies' frames, as one between bodies
+    /// added unturned.
+    fn joint() -> GpuJoint {
+        GpuJoint {
+            local_axis_a: Vec3::Z,
+            local_axis_b: Vec3::Z,
+            local_ref_a: Vec3::X,
+            local_ref_b: Vec3::X,
+            ..GpuJoint::default()
+        }
+    }
+
+    #[test]
+    fn twist_is_the_turn_left_after_the_swing() {
+        let j = joint();
+        for &frame in &[Quat::IDENTITY, Quat::from_euler(glam::EulerRot::XYZ, 0.7, -1.9, 2.4)] {
+            for &twist in &[-3.0_f32, -1.2, -0.3, 0.0, 0.4, 2.0, 3.1] {
+                for &(swing_axis, swing) in &[(Vec3::X, 0.0_f32), (Vec3::X, 0.8), (Vec3::new(1.0, -2.0, 0.0), 2.5)] {
+                    // B swung about a direction across the axis after its twist about it.
+                    let s = Quat::from_axis_angle(swing_axis.normalize(), swing);
+                    let qb = frame * s * Quat::from_axis_angle(Vec3::Z, twist);
+                    let (_, angle) = twist_frame(&j, frame, qb);
+                    assert!((angle - twist).abs() < 2e-4, "twist {twist}, swing {swing}: measured {angle}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn twist_rate_is_its_direction_dot_the_relative_spin() {
+        // Central differences of the measured twist along random spins, against d · (ω_b - ω_a).
+        let j = joint();
+        let mut seed = 7_u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+        };
+        let mut worst = 0.0_f32;
+        for _ in 0..500 {
+            let mut vec = || Vec3::new(next(), next(), next());
+            let (qa, qb) = (Quat::from_scaled_axis(vec() * 2.0), Quat::from_scaled_axis(vec() * 2.0));
+            let (wa, wb) = (vec(), vec());
+            let (d, angle) = twist_frame(&j, qa, qb);
+            let (a, b) = (qa * Vec3::Z, qb * Vec3::Z);
+            if 1.0 + a.dot(b) < 0.3 || angle.abs() > 3.0 {
+                continue; // near the antipode, or the twist wrapping within the difference
+            }
+            let h = 1e-3;
+            let turned = |sign: f32| {
+                let qa = Quat::from_scaled_axis(wa * (sign * h)) * qa;
+                let qb = Quat::from_scaled_axis(wb * (sign * h)) * qb;
+                twist_frame(&j, qa, qb).1
+            };
+            let rate = (turned(1.0) - turned(-1.0)) / (2.0 * h);
+            let expected = d.dot(wb - wa);
+            worst = worst.max((rate - expected).abs() / (1.0 + expected.abs()));
+        }
+        assert!(worst < 2e-3, "twist rate off by {worst} relative");
     }
 }

@@ -480,6 +480,9 @@ pub const JOINT_LIMITED: u32 = 1;
 pub const JOINT_MOTOR: u32 = 2;
 /// `flags` bit of a joint that has broken ([`GpuJointBreak`]): it holds nothing any more.
 pub const JOINT_BROKEN: u32 = 4;
+/// `flags` bit of a ball joint whose twist about its cone's axis is held within `lower` and
+/// `-lower` (from the middle of its twist limits).
+pub const JOINT_TWIST: u32 = 8;
 /// A `topology` entry of a no-contact list that names no body (its joint broke).
 pub const NO_BODY: u32 = u32::MAX;
 /// A [`GpuJointBreak`] load that never breaks the joint.
@@ -509,7 +512,8 @@ pub struct GpuJoint {
     /// The anchor in A's principal frame, from A's centre of mass, m.
     pub local_anchor_a: Vec3,
     /// A hinge's lowest angle, rad, from the middle of its limits, or a slider's lowest
-    /// translation, m (with [`JOINT_LIMITED`]).
+    /// translation, m (with [`JOINT_LIMITED`]); or a ball joint's lowest twist, rad, from the
+    /// middle of its twist limits, its highest being `-lower` (with [`JOINT_TWIST`]).
     pub lower: f32,
     /// The anchor in B's principal frame, from B's centre of mass, m.
     pub local_anchor_b: Vec3,
@@ -531,13 +535,14 @@ pub struct GpuJoint {
     /// The direction of a slider's line, or the normal of a point-on-plane joint's plane, in
     /// A's principal frame.
     pub local_linear_axis_a: Vec3,
-    /// [`JOINT_LIMITED`], [`JOINT_MOTOR`] and [`JOINT_BROKEN`], or'ed.
+    /// [`JOINT_LIMITED`], [`JOINT_MOTOR`], [`JOINT_BROKEN`] and [`JOINT_TWIST`], or'ed.
     pub flags: u32,
     /// B's principal frame in A's at the joint's creation, `q_a⁻¹ q_b`, which a weld holds.
     pub reference: Quat,
     /// B's centre of mass less A's at the start of the step, m.
     pub delta_center: Vec3,
-    /// Accumulated impulse of a hinge's lower limit, N m s, or a slider's, N s.
+    /// Accumulated impulse of a hinge's lower limit or a ball joint's lower twist limit, N m s,
+    /// or of a slider's lower limit, N s.
     pub lower_impulse: f32,
     /// Accumulated linear impulse on B (its opposite on A), N s.
     pub linear_impulse: Vec3,
@@ -548,8 +553,8 @@ pub struct GpuJoint {
     pub angular_impulse: Vec3,
     /// Accumulated impulse of a hinge's motor, N m s, or a slider's, N s.
     pub motor_impulse: f32,
-    /// A direction across a hinge's axis in A's principal frame, from which its angle is
-    /// measured: turned to the middle of its limits.
+    /// A direction across a hinge's axis (or a ball joint's cone axis) in A's principal frame,
+    /// from which its angle (or twist) is measured: turned to the middle of its limits.
     pub local_ref_a: Vec3,
     /// A universal joint's angle between its axes, held, rad.
     pub rest_angle: f32,
@@ -557,8 +562,8 @@ pub struct GpuJoint {
     /// creation (before A's was turned): the angle, less the limits' middle, is 0 where the two
     /// coincide.
     pub local_ref_b: Vec3,
-    /// Unused.
-    pub _pad1: f32,
+    /// Accumulated impulse of a ball joint's upper twist limit, N m s.
+    pub twist_upper_impulse: f32,
 }
 const _: () = assert!(size_of::<GpuJoint>() == 192);
 
@@ -1049,19 +1054,22 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
         // both limits as it can be, and the limits are kept relative to it.
         let across = if axis == Vec3::ZERO { Vec3::ZERO } else { crate::math::tangent_basis(axis).0 };
         // (A slider's limits are translations from where its anchors were together, as given.)
+        // A ball joint's twist is measured alike, about its cone's axis.
         let hinge = angular == JOINT_ANGULAR_HINGE;
-        let middle = joint.limits.filter(|_| hinge).map_or(0.0, |l| 0.5 * (l[0] + l[1]));
+        let turn_limits = joint.limits.filter(|_| hinge).or(joint.twist);
+        let middle = turn_limits.map_or(0.0, |l| 0.5 * (l[0] + l[1]));
         let reference_direction_a = if middle == 0.0 { across } else { Quat::from_axis_angle(axis, middle) * across };
         let reference_direction_b = across;
         let (lower, upper) = match (joint.limits, joint.cone) {
             (Some(l), _) => (l[0] - middle, l[1] - middle),
-            // A cone's half angle is its upper limit.
-            (None, Some(cone)) => (0.0, cone.half_angle),
+            // A cone's half angle is its upper limit, and its twist's lowest angle the lower.
+            (None, Some(cone)) => (joint.twist.map_or(0.0, |l| l[0] - middle), cone.half_angle),
             (None, None) => (0.0, 0.0),
         };
         let (motor_speed, max_motor_effort) = joint.motor.map_or((0.0, 0.0), |m| (m.speed, m.max_effort));
         let flags = if joint.limits.is_some() || joint.cone.is_some() { JOINT_LIMITED } else { 0 }
-            | if joint.motor.is_some() { JOINT_MOTOR } else { 0 };
+            | if joint.motor.is_some() { JOINT_MOTOR } else { 0 }
+            | if joint.twist.is_some() { JOINT_TWIST } else { 0 };
         colored.push((
             color,
             index as u32,

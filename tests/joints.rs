@@ -713,6 +713,88 @@ fn a_ball_joint_cone_holds_its_swing() {
     }
 }
 
+/// B's twist about its local x axis, for a body added unturned: the twist of the swing-twist
+/// decomposition of its orientation (the swing's axis across x), `2 atan2(q.x, q.w)`.
+fn twist_about_x(q: Quat) -> f32 {
+    let t = 2.0 * q.x.atan2(q.w);
+    if t > std::f32::consts::PI {
+        t - std::f32::consts::TAU
+    } else if t < -std::f32::consts::PI {
+        t + std::f32::consts::TAU
+    } else {
+        t
+    }
+}
+
+/// Two ball joints with a cone about x and twist limits, let go with x horizontal.
+///
+/// A 1 kg plate (1 m along x, 0.4 m along z) hangs from a corner, its centre 0.2 m across the
+/// joint's axis: its weight twists it about the axis, up to the upper twist limit of 0.35 rad
+/// (limits [-0.25, 0.35], not centred on 0), while its axis swings down to its 20° cone. At
+/// rest the twist is 0.35 rad within 5 mrad, the swing 20° within 5 mrad, and the joint's
+/// torque on the plate is the weight's moment about the anchor, `c × (0, m g, 0)` for the
+/// centre `c` from the anchor, within 1 % of its size: the twist limits' share (the part along
+/// the axis) included.
+///
+/// A 1 kg bar spinning at -3 rad/s about its own axis, with twist limits [-0.4, 0.6] and a 30°
+/// cone: the lower limit stops the spin without passing -0.4 rad by more than 0.02, and the bar
+/// stays at -0.4 rad within 0.01 (nothing turns it back: no torque has a part along its axis).
+#[test]
+fn a_ball_joint_twist_stops_at_its_limits() {
+    let mut world = world();
+    let p = pivot(&mut world);
+    let plate = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.02, 0.2)))
+                .mass(1.0)
+                .position(Vec3::new(0.5, 0.0, 0.2)),
+        )
+        .unwrap();
+    let (cone, lower, upper) = (20.0_f32.to_radians(), -0.25, 0.35);
+    let door =
+        world.add_joint(JointDesc::spherical(p, plate, Vec3::ZERO).cone(Vec3::X, cone).twist(lower, upper)).unwrap();
+    let far = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.01)).position(Vec3::new(0.0, 0.0, 3.0))).unwrap();
+    let bar = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.05, 0.05)))
+                .mass(1.0)
+                .position(Vec3::new(0.5, 0.0, 3.0))
+                .angular_velocity(Vec3::new(-3.0, 0.0, 0.0)),
+        )
+        .unwrap();
+    world
+        .add_joint(
+            JointDesc::spherical(far, bar, Vec3::new(0.0, 0.0, 3.0))
+                .cone(Vec3::X, 30.0_f32.to_radians())
+                .twist(-0.4, 0.6),
+        )
+        .unwrap();
+    for mut solver in common::solvers(&world) {
+        let mut lowest = 0.0_f32;
+        for _ in 0..240 {
+            solver.step();
+            lowest = lowest.min(twist_about_x(solver.body_states().unwrap()[bar.index()].orientation));
+        }
+        let states = solver.body_states().unwrap();
+        let s = states[plate.index()];
+        let (twist, swing) =
+            (twist_about_x(s.orientation), (s.orientation * Vec3::X).dot(Vec3::X).clamp(-1.0, 1.0).acos());
+        let torque = solver.joint_reactions().unwrap()[door.index()].torque;
+        let expected = s.position.cross(Vec3::new(0.0, 9.81, 0.0));
+        let bar_twist = twist_about_x(states[bar.index()].orientation);
+        eprintln!(
+            "{}: plate twist {twist:.5} rad (limit {upper}), swing {swing:.5} rad (cone {cone:.5}); torque {torque} N m \
+             (expected {expected}); bar twist {bar_twist:.5} rad, lowest {lowest:.5} (limit -0.4)",
+            solver.backend()
+        );
+        assert!((twist - upper).abs() < 5e-3, "{}: the plate rests at twist {twist}", solver.backend());
+        assert!((swing - cone).abs() < 5e-3, "{}: the plate rests at swing {swing}", solver.backend());
+        assert!((torque - expected).length() < 0.01 * expected.length(), "{}: torque {torque}", solver.backend());
+        assert!(lowest > -0.42, "{}: the bar twisted to {lowest}", solver.backend());
+        assert!((bar_twist + 0.4).abs() < 0.01, "{}: the bar rests at twist {bar_twist}", solver.backend());
+    }
+}
+
 /// A 1 kg sphere (radius 0.1 m) on a ball joint 1 m from a fixed pivot, let go horizontal, on
 /// a joint that breaks above twice its weight. The compound pendulum's tension at angle θ
 /// from the vertical is `m g cos θ (1 + 2 m L² / I_pivot)` (2.992 m g cos θ), so the joint
@@ -980,6 +1062,12 @@ fn bad_joints_are_refused() {
         assert!(matches!(world.add_joint(ball_at(bob).cone(Vec3::Y, angle)), Err(Error::OutOfRange { .. })));
     }
     assert!(matches!(world.add_joint(ball_at(bob).cone(Vec3::Y, f32::NAN)), Err(Error::NonFinite { .. })));
+    let coned_at = |b| ball_at(b).cone(Vec3::Y, 0.5);
+    assert!(matches!(world.add_joint(ball_at(bob).twist(-0.5, 0.5)), Err(Error::InvalidJoint { .. })));
+    assert!(matches!(world.add_joint(hinge_at(bob).twist(-0.5, 0.5)), Err(Error::InvalidJoint { .. })));
+    assert!(matches!(world.add_joint(coned_at(bob).twist(0.5, -0.5)), Err(Error::InvalidJoint { .. })));
+    assert!(matches!(world.add_joint(coned_at(bob).twist(-0.5, 3.5)), Err(Error::OutOfRange { .. })));
+    assert!(matches!(world.add_joint(coned_at(bob).twist(f32::NAN, 0.5)), Err(Error::NonFinite { .. })));
     let slider_at = |b| JointDesc::prismatic(p, b, Vec3::ZERO, Vec3::Y);
     for (force, torque) in [(0.0, 1.0), (1.0, -1.0), (f32::NAN, 1.0), (1.0, f32::NAN)] {
         assert!(
@@ -1021,7 +1109,7 @@ fn bad_joints_are_refused() {
 /// turning kinematic paddle within limits, a bar driven by a motor into its limit, a bar
 /// swinging from a universal joint, a box on a slider running into the floor, boxes on sliders
 /// driven into a limit and falling onto one, a box whose weld breaks at once landing on the
-/// slab it was welded to, a spinning bar on a ball joint within a cone, and a spinning sphere
+/// slab it was welded to, a spinning bar on a ball joint within a cone and twist limits, and a spinning sphere
 /// held to a tilted plane. After 2 s the GPU's
 /// bodies are where the CPU's are within
 /// 0.2 mm, and the mean difference is under 0.02 mm (the two round differently in the last
@@ -1119,7 +1207,8 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
         .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-3.45, 0.75, -1.5)))
         .unwrap();
     world.add_joint(JointDesc::fixed(slab, loose, Vec3::new(-3.45, 0.6, -1.5)).breaks_at(0.5, 0.5)).unwrap();
-    // A bar on a ball joint within a cone of 0.4 rad, falling onto the cone's edge and spinning.
+    // A bar on a ball joint within a cone of 0.4 rad, falling onto the cone's edge and spinning
+    // into its upper twist limit.
     let coned = world
         .add_body(
             RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03)))
@@ -1127,7 +1216,9 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
                 .angular_velocity(Vec3::new(3.0, 0.5, 0.0)),
         )
         .unwrap();
-    world.add_joint(JointDesc::spherical(top, coned, Vec3::new(2.0, 2.5, 1.5)).cone(Vec3::X, 0.4)).unwrap();
+    world
+        .add_joint(JointDesc::spherical(top, coned, Vec3::new(2.0, 2.5, 1.5)).cone(Vec3::X, 0.4).twist(-0.5, 0.3))
+        .unwrap();
     // A bar hanging from a universal joint, swinging.
     let gimbal = world
         .add_body(

@@ -147,7 +147,7 @@ fn host_structs_match_wgsl_layout() {
             local_ref_a,
             rest_angle,
             local_ref_b,
-            _pad1
+            twist_upper_impulse
         ]
     );
     check_struct!(&module, "JointBreak", GpuJointBreak, [force, torque, entry_a, entry_b]);

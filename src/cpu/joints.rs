@@ -8,7 +8,7 @@
 //! each a soft constraint in the biased solve
 //! (bias from the position error of the moment, scaled by [`StepParams::joint_bias_rate`]) and
 //! rigid in the relax iterations. The angular block is solved first, then a hinge's motor and
-//! limits about its axis, a slider's along its line or a ball joint's cone, then the linear
+//! limits about its axis, a slider's along its line or a ball joint's cone and twist limits, then the linear
 //! part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
@@ -24,8 +24,8 @@ use super::contacts::{PARALLEL_RUN, Shared};
 use super::lanes::{self, Simd};
 use crate::layout::{
     GpuBody, GpuJoint, GpuJointBreak, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
-    JOINT_ANGULAR_TWO_AXES, JOINT_BROKEN, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, NO_BODY,
-    StepParams,
+    JOINT_ANGULAR_TWO_AXES, JOINT_BROKEN, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR,
+    JOINT_TWIST, NO_BODY, StepParams,
 };
 use crate::math::{angle_of, mat3_inverse, quat_mul, rotate, tangent_basis};
 
@@ -325,6 +325,10 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
         // A ball joint's cone pushes B's axis back towards A's.
         angular -= crate::joint::cone_direction(j, a.q, b.q).0 * j.upper_impulse;
     }
+    if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_TWIST != 0 {
+        // Its twist limits turn B about the twist's direction.
+        angular += crate::joint::twist_frame(j, a.q, b.q).0 * (j.lower_impulse - j.twist_upper_impulse);
+    }
     a.v -= a.inv_mass * linear;
     a.w -= a.inv_inertia * (lever_a.cross(linear) + angular);
     b.v += b.inv_mass * linear;
@@ -417,6 +421,9 @@ fn solve_joint(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, use
     if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_LIMITED != 0 {
         cone_limit(p, j, a, b, k, use_bias);
     }
+    if j.angular == JOINT_ANGULAR_FREE && j.flags & JOINT_TWIST != 0 {
+        twist_limits(p, j, a, b, k, use_bias);
+    }
     // The linear part: the anchors' relative velocity, and their separation for the bias.
     let (ra, rb, separation, lever_a) = linear_frame(j, a, b);
     let m = a.inv_mass + b.inv_mass;
@@ -503,20 +510,46 @@ fn hinge_motor_and_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mu
         let ref_a = rotate(a.q, j.local_ref_a);
         let ref_b = rotate(b.q, j.local_ref_b);
         let angle = angle_of(ref_a.dot(ref_b), axis.dot(ref_a.cross(ref_b)));
-        let limit = |c: f32, direction: Vec3, accumulated: &mut f32, a: &mut Side, b: &mut Side| {
-            let (bias, mass_scale, impulse_scale) = limit_bias(p, c, use_bias);
-            let cdot = direction.dot(b.w - a.w);
-            let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * *accumulated;
-            let old = *accumulated;
-            *accumulated = (old + impulse).max(0.0);
-            let applied = direction * (*accumulated - old);
-            a.w -= a.inv_inertia * applied;
-            b.w += b.inv_inertia * applied;
-        };
         // The lower limit pushes B's turn up the axis, the upper down it.
-        limit(angle - j.lower, axis, &mut j.lower_impulse, a, b);
-        limit(j.upper - angle, -axis, &mut j.upper_impulse, a, b);
+        j.lower_impulse = limit_row(p, angle - j.lower, axis, j.lower_impulse, axial_mass, a, b, use_bias);
+        j.upper_impulse = limit_row(p, j.upper - angle, -axis, j.upper_impulse, axial_mass, a, b, use_bias);
     }
+}
+
+/// One angular limit that the joint is `c` inside, pushing B's turn relative to A along
+/// `direction` (and A the other way) with the effective mass `mass`: applies its impulse to
+/// the sides and returns its new accumulated impulse (never below zero).
+#[allow(clippy::too_many_arguments)]
+fn limit_row(
+    p: &StepParams,
+    c: f32,
+    direction: Vec3,
+    accumulated: f32,
+    mass: f32,
+    a: &mut Side,
+    b: &mut Side,
+    use_bias: bool,
+) -> f32 {
+    let (bias, mass_scale, impulse_scale) = limit_bias(p, c, use_bias);
+    let cdot = direction.dot(b.w - a.w);
+    let impulse = -mass * mass_scale * (cdot + bias) - impulse_scale * accumulated;
+    let updated = (accumulated + impulse).max(0.0);
+    let applied = direction * (updated - accumulated);
+    a.w -= a.inv_inertia * applied;
+    b.w += b.inv_inertia * applied;
+    updated
+}
+
+/// A ball joint's twist limits: a lower and an upper row along the twist's rate direction
+/// (`joint::twist_frame`), with their accumulated impulses in `lower_impulse` and
+/// `twist_upper_impulse`; `k` is the two bodies' world inverse inertias summed. Where the
+/// axes point opposite ways the direction is zero and the rows do nothing.
+fn twist_limits(p: &StepParams, j: &mut GpuJoint, a: &mut Side, b: &mut Side, k: Mat3, use_bias: bool) {
+    let (d, angle) = crate::joint::twist_frame(j, a.q, b.q);
+    let kd = d.dot(k * d);
+    let mass = if kd > 0.0 { 1.0 / kd } else { 0.0 };
+    j.lower_impulse = limit_row(p, angle - j.lower, d, j.lower_impulse, mass, a, b, use_bias);
+    j.twist_upper_impulse = limit_row(p, -j.lower - angle, -d, j.twist_upper_impulse, mass, a, b, use_bias);
 }
 
 /// A ball joint's cone: one row about the direction across A's and B's axes, which pushes B's
