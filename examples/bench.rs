@@ -148,6 +148,10 @@ struct Args {
     /// `SolverSettings::gpu_prepared_passes`; the same results).
     #[arg(long)]
     prepared_passes: bool,
+    /// The GPU runs each manifold pass as one dispatch of one workgroup sweeping the colors
+    /// in order (see `SolverSettings::gpu_fused_sweeps`; the same results).
+    #[arg(long)]
+    fused_sweeps: bool,
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
@@ -239,6 +243,8 @@ struct Report {
     /// Whether the GPU's manifold passes read prepared records (`--prepared-passes`; the CPU
     /// path always prepares).
     prepared_passes: bool,
+    /// Whether the GPU's manifold passes ran in one workgroup each (`--fused-sweeps`).
+    fused_sweeps: bool,
     solver: SolverKind,
     bodies: usize,
     particles: usize,
@@ -308,6 +314,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
     }
     desc.solver.recycle_contacts = !args.no_recycle;
     desc.solver.gpu_prepared_passes = args.prepared_passes;
+    desc.solver.gpu_fused_sweeps = args.fused_sweeps;
     if let Some(n) = args.cpu_threads {
         desc.solver.cpu_threads = n;
     }
@@ -526,6 +533,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tilt: args.tilt,
         recycle_contacts: settings.recycle_contacts,
         prepared_passes: settings.gpu_prepared_passes,
+        fused_sweeps: settings.gpu_fused_sweeps,
         solver: args.solver,
         bodies: world.body_count(),
         particles: world.particle_count(),

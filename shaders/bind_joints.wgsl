@@ -5,6 +5,8 @@
 struct JointRange {
     first: u32,
     count: u32,
+    // Colors of joints (in every slot).
+    colors: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: StepParams;
@@ -16,3 +18,5 @@ struct JointRange {
 // bodies' no-contact lists, from which a joint that breaks takes its entries.
 @group(0) @binding(5) var<storage, read> joint_breaks: array<JointBreak>;
 @group(0) @binding(6) var<storage, read_write> topology: array<u32>;
+// Where each color's joints begin, then the joint count (read by the fused sweeps).
+@group(0) @binding(7) var<storage, read> joint_starts: array<u32>;

@@ -1,5 +1,6 @@
 // Joints: the twin of src/cpu/joints.rs, operation for operation. One thread per joint of
-// one color (no two share a dynamic body), one dispatch per color.
+// one color (no two share a dynamic body), one dispatch per color; or, fused, one workgroup
+// sweeping the colors in turn.
 
 // One side of a joint while it is solved (see `Side` in src/cpu/joints.rs).
 struct Side {
@@ -167,9 +168,12 @@ fn warm_start_joints(
     @builtin(local_invocation_index) local: u32,
 ) {
     let i = joint_index(workgroup, workgroups, local);
-    if i == 0xffffffffu {
-        return;
+    if i != 0xffffffffu {
+        warm_start_joint(i);
     }
+}
+
+fn warm_start_joint(i: u32) {
     var j = joints[i];
     if (j.flags & JOINT_BROKEN) != 0u {
         return;
@@ -551,4 +555,41 @@ fn relax_joints(
     if i != 0xffffffffu {
         solve_joint(i, false);
     }
+}
+
+// Threads of the one workgroup of a fused sweep: a pipeline constant, set to what the device
+// allows (at most 1,024).
+override FUSED_SIZE: u32 = 256u;
+
+// A whole sweep in one workgroup (`SolverSettings::gpu_fused_sweeps`): the colors in order
+// (`range` is the slot of every joint, whose `colors` counts them and `starts` is where each
+// begins), each swept by all the workgroup's threads, with a barrier between colors. The same
+// work per joint in the same order of colors as a dispatch per color.
+fn fused_sweep(t: u32, which: u32) {
+    for (var color = 0u; color < range.colors; color++) {
+        let end = joint_starts[color + 1u];
+        for (var i = joint_starts[color] + t; i < end; i += FUSED_SIZE) {
+            if which == 0u {
+                warm_start_joint(i);
+            } else {
+                solve_joint(i, which == 1u);
+            }
+        }
+        storageBarrier();
+    }
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn warm_start_joints_fused(@builtin(local_invocation_index) local: u32) {
+    fused_sweep(local, 0u);
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn solve_joints_fused(@builtin(local_invocation_index) local: u32) {
+    fused_sweep(local, 1u);
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn relax_joints_fused(@builtin(local_invocation_index) local: u32) {
+    fused_sweep(local, 2u);
 }

@@ -479,9 +479,9 @@ fn store(i: u32, m: Motion) {
     }
 }
 
-// The manifold that thread `k` of a bucket dispatch handles, or NO_COLOR past the bucket's end.
-fn bucket_manifold(k: u32) -> u32 {
-    let bucket = bucket_index.value;
+// The manifold that thread `k` of a dispatch over bucket `bucket` handles, or NO_COLOR past the
+// bucket's end.
+fn bucket_manifold(bucket: u32, k: u32) -> u32 {
     let start = work[work_layout.bucket_offsets + bucket];
     let end = work[work_layout.bucket_offsets + bucket + 1u];
     if start + k >= end {
@@ -490,8 +490,13 @@ fn bucket_manifold(k: u32) -> u32 {
     return work[work_layout.colored + start + k];
 }
 
-fn color_pass(k: u32, which: u32) {
-    let i = bucket_manifold(k);
+// The manifolds of bucket `bucket`.
+fn bucket_size(bucket: u32) -> u32 {
+    return work[work_layout.bucket_offsets + bucket + 1u] - work[work_layout.bucket_offsets + bucket];
+}
+
+fn color_pass(bucket: u32, k: u32, which: u32) {
+    let i = bucket_manifold(bucket, k);
     if i == NO_COLOR {
         return;
     }
@@ -504,8 +509,8 @@ fn color_pass(k: u32, which: u32) {
     store(m.body_b, mb);
 }
 
-fn jacobi_pass(k: u32, which: u32) {
-    let i = bucket_manifold(k);
+fn jacobi_pass(bucket: u32, k: u32, which: u32) {
+    let i = bucket_manifold(bucket, k);
     if i == NO_COLOR {
         return;
     }
@@ -633,32 +638,32 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn solve_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    color_pass(thread_of(wid, nwg, lid), PASS_SOLVE);
+    color_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_SOLVE);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn relax_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    color_pass(thread_of(wid, nwg, lid), PASS_RELAX);
+    color_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_RELAX);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn restitution_color(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    color_pass(thread_of(wid, nwg, lid), PASS_RESTITUTION);
+    color_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_RESTITUTION);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn jacobi_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    jacobi_pass(thread_of(wid, nwg, lid), PASS_SOLVE);
+    jacobi_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_SOLVE);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn jacobi_relax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    jacobi_pass(thread_of(wid, nwg, lid), PASS_RELAX);
+    jacobi_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_RELAX);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn jacobi_restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    jacobi_pass(thread_of(wid, nwg, lid), PASS_RESTITUTION);
+    jacobi_pass(bucket_index.value, thread_of(wid, nwg, lid), PASS_RESTITUTION);
 }
 
 fn adjacency_start(body: u32) -> u32 {
@@ -672,7 +677,10 @@ fn adjacency_end(body: u32) -> u32 {
 // Each dynamic body averages its Jacobi sub-bodies: a gather over its manifolds.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn jacobi_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let body = thread_of(wid, nwg, lid);
+    gather_body(thread_of(wid, nwg, lid));
+}
+
+fn gather_body(body: u32) {
     if body >= params.body_count || !is_dynamic(body) {
         return;
     }
@@ -698,6 +706,52 @@ fn jacobi_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let n = f32(split);
     bodies[body].linear_velocity += dv / n;
     bodies[body].angular_velocity += dw / n;
+}
+
+// Threads of the one workgroup of a fused pass: a pipeline constant, set to what the device
+// allows (at most 1,024).
+override FUSED_SIZE: u32 = 256u;
+
+// A whole manifold pass in one workgroup (`SolverSettings::gpu_fused_sweeps`): the colors in
+// order, each swept by all the workgroup's threads (thread `t` takes the bucket's manifolds
+// `t`, `t + FUSED_SIZE`, ...), a barrier between colors so that each color sees the velocities
+// the last one left; then the overflow by Jacobi, a barrier, and the gather by body. The same
+// manifold work as the per-color dispatches in the same order of colors, so the same bits;
+// one dispatch instead of one per color, the overflow and the gather.
+fn fused_pass(t: u32, which: u32) {
+    let overflow = work_layout.buckets - 1u;
+    for (var bucket = 0u; bucket < overflow; bucket++) {
+        let count = bucket_size(bucket);
+        for (var k = t; k < count; k += FUSED_SIZE) {
+            color_pass(bucket, k, which);
+        }
+        storageBarrier();
+    }
+    let count = bucket_size(overflow);
+    for (var k = t; k < count; k += FUSED_SIZE) {
+        jacobi_pass(overflow, k, which);
+    }
+    storageBarrier();
+    if count > 0u {
+        for (var body = t; body < params.body_count; body += FUSED_SIZE) {
+            gather_body(body);
+        }
+    }
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn solve_fused(@builtin(local_invocation_index) lid: u32) {
+    fused_pass(lid, PASS_SOLVE);
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn relax_fused(@builtin(local_invocation_index) lid: u32) {
+    fused_pass(lid, PASS_RELAX);
+}
+
+@compute @workgroup_size(FUSED_SIZE)
+fn restitution_fused(@builtin(local_invocation_index) lid: u32) {
+    fused_pass(lid, PASS_RESTITUTION);
 }
 
 var<workgroup> shared_manifold_stats: array<Stats, STATS_WORKGROUP_SIZE>;

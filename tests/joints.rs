@@ -1117,117 +1117,136 @@ fn bad_joints_are_refused() {
 #[test]
 fn cpu_and_gpu_agree_on_jointed_bodies() {
     let Some(ctx) = common::gpu() else { return };
-    let mut world = world();
-    world.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
-    let top = world
-        .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::splat(0.05))).position(Vec3::new(0.0, 1.5, 0.0)))
-        .unwrap();
-    let mut previous = top;
-    for i in 0..6 {
-        let x = 0.1 + 0.25 * i as f32 + 0.1;
-        let link = world
+    // The scene, with the GPU's sweeps fused or not (`SolverSettings::gpu_fused_sweeps`).
+    let build = |fused: bool| {
+        let mut desc = *world().desc();
+        desc.solver.gpu_fused_sweeps = fused;
+        let mut world = World::new(desc).unwrap();
+        world.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+        let top = world
+            .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::splat(0.05))).position(Vec3::new(0.0, 1.5, 0.0)))
+            .unwrap();
+        let mut previous = top;
+        for i in 0..6 {
+            let x = 0.1 + 0.25 * i as f32 + 0.1;
+            let link = world
+                .add_body(
+                    RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.1, 0.04, 0.04))).position(Vec3::new(x, 1.5, 0.0)),
+                )
+                .unwrap();
+            world.add_joint(JointDesc::revolute(previous, link, Vec3::new(x - 0.125, 1.5, 0.0), Vec3::Z)).unwrap();
+            previous = link;
+        }
+        let a = world
+            .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-1.0, 0.5, 0.0)))
+            .unwrap();
+        let b = world
             .add_body(
-                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.1, 0.04, 0.04))).position(Vec3::new(x, 1.5, 0.0)),
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.05, 0.05)))
+                    .position(Vec3::new(-1.0, 0.75, 0.0))
+                    .orientation(Quat::from_rotation_y(0.4)),
             )
             .unwrap();
-        world.add_joint(JointDesc::revolute(previous, link, Vec3::new(x - 0.125, 1.5, 0.0), Vec3::Z)).unwrap();
-        previous = link;
-    }
-    let a = world
-        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-1.0, 0.5, 0.0)))
-        .unwrap();
-    let b = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.05, 0.05)))
-                .position(Vec3::new(-1.0, 0.75, 0.0))
-                .orientation(Quat::from_rotation_y(0.4)),
-        )
-        .unwrap();
-    world.add_joint(JointDesc::fixed(a, b, Vec3::new(-1.0, 0.65, 0.0))).unwrap();
-    let pivot = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.02)).position(Vec3::new(0.8, 2.5, 0.5))).unwrap();
-    let bob = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(0.8, 2.5, -0.7))).unwrap();
-    world.add_joint(JointDesc::spherical(pivot, bob, Vec3::new(0.8, 2.5, 0.5))).unwrap();
-    // A second bob on the same pivot (a static body shared by joints of one color), and a
-    // kinematic paddle turning about z with a box hinged to its tip.
-    let twin = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(1.5, 2.5, 0.5))).unwrap();
-    world.add_joint(JointDesc::spherical(pivot, twin, Vec3::new(0.8, 2.5, 0.5))).unwrap();
-    let paddle = world
-        .add_body(
-            RigidBodyDesc::kinematic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03)))
-                .position(Vec3::new(-2.5, 2.0, 0.0))
-                .angular_velocity(Vec3::new(0.0, 0.0, 2.0)),
-        )
-        .unwrap();
-    let flap = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.05, 0.2, 0.05))).position(Vec3::new(-2.15, 1.75, 0.0)),
-        )
-        .unwrap();
-    world.add_joint(JointDesc::revolute(paddle, flap, Vec3::new(-2.15, 2.0, 0.0), Vec3::X).limits(-0.5, 0.5)).unwrap();
-    // A bar driven round by a motor until its limit stops it.
-    let driven = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03))).position(Vec3::new(0.35, 2.5, -1.0)),
-        )
-        .unwrap();
-    world
-        .add_joint(
-            JointDesc::revolute(pivot, driven, Vec3::new(0.05, 2.5, -1.0), Vec3::Z).motor(4.0, 3.0).limits(-0.3, 1.0),
-        )
-        .unwrap();
-    // A box on a slider down towards the floor, and a sphere held to a tilted plane, spinning.
-    let slide = world
-        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(2.5, 1.0, 1.0)))
-        .unwrap();
-    world.add_joint(JointDesc::prismatic(pivot, slide, Vec3::new(2.5, 1.0, 1.0), Vec3::new(1.0, -1.0, 0.3))).unwrap();
-    // A box on a tilted slider driven up it by a motor into its upper limit, and one falling
-    // onto its lower limit.
-    for (x, motor) in [(3.0, true), (3.5, false)] {
-        let at = Vec3::new(x, 1.5, -1.0);
-        let carriage = world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.08))).position(at)).unwrap();
-        let joint = JointDesc::prismatic(pivot, carriage, at, Vec3::new(0.3, 1.0, 0.2)).limits(-0.4, 0.25);
-        world.add_joint(if motor { joint.motor(1.5, 40.0) } else { joint }).unwrap();
-    }
-    let skater = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::sphere(0.1))
-                .position(Vec3::new(-2.5, 1.0, 2.0))
-                .angular_velocity(Vec3::new(1.0, 4.0, 0.0)),
-        )
-        .unwrap();
-    world
-        .add_joint(JointDesc::point_on_plane(top, skater, Vec3::new(-2.5, 1.0, 2.0), Vec3::new(0.2, 1.0, 0.1)))
-        .unwrap();
-    // A box welded to the top of a fixed slab by a weld that breaks at once: it falls onto the
-    // slab, which it may touch from the step the weld breaks.
-    let slab = world
-        .add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.4, 0.1, 0.4))).position(Vec3::new(-3.5, 0.5, -1.5)))
-        .unwrap();
-    let loose = world
-        .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-3.45, 0.75, -1.5)))
-        .unwrap();
-    world.add_joint(JointDesc::fixed(slab, loose, Vec3::new(-3.45, 0.6, -1.5)).breaks_at(0.5, 0.5)).unwrap();
-    // A bar on a ball joint within a cone of 0.4 rad, falling onto the cone's edge and spinning
-    // into its upper twist limit.
-    let coned = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03)))
-                .position(Vec3::new(2.3, 2.5, 1.5))
-                .angular_velocity(Vec3::new(3.0, 0.5, 0.0)),
-        )
-        .unwrap();
-    world
-        .add_joint(JointDesc::spherical(top, coned, Vec3::new(2.0, 2.5, 1.5)).cone(Vec3::X, 0.4).twist(-0.5, 0.3))
-        .unwrap();
-    // A bar hanging from a universal joint, swinging.
-    let gimbal = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.04, 0.3, 0.04)))
-                .position(Vec3::new(1.5, 2.0, -1.5))
-                .angular_velocity(Vec3::new(2.0, 1.0, -1.0)),
-        )
-        .unwrap();
-    world.add_joint(JointDesc::universal(top, gimbal, Vec3::new(1.5, 2.3, -1.5), Vec3::X, Vec3::Z)).unwrap();
+        world.add_joint(JointDesc::fixed(a, b, Vec3::new(-1.0, 0.65, 0.0))).unwrap();
+        let pivot =
+            world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.02)).position(Vec3::new(0.8, 2.5, 0.5))).unwrap();
+        let bob =
+            world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(0.8, 2.5, -0.7))).unwrap();
+        world.add_joint(JointDesc::spherical(pivot, bob, Vec3::new(0.8, 2.5, 0.5))).unwrap();
+        // A second bob on the same pivot (a static body shared by joints of one color), and a
+        // kinematic paddle turning about z with a box hinged to its tip.
+        let twin =
+            world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(1.5, 2.5, 0.5))).unwrap();
+        world.add_joint(JointDesc::spherical(pivot, twin, Vec3::new(0.8, 2.5, 0.5))).unwrap();
+        let paddle = world
+            .add_body(
+                RigidBodyDesc::kinematic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03)))
+                    .position(Vec3::new(-2.5, 2.0, 0.0))
+                    .angular_velocity(Vec3::new(0.0, 0.0, 2.0)),
+            )
+            .unwrap();
+        let flap = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.05, 0.2, 0.05))).position(Vec3::new(-2.15, 1.75, 0.0)),
+            )
+            .unwrap();
+        world
+            .add_joint(JointDesc::revolute(paddle, flap, Vec3::new(-2.15, 2.0, 0.0), Vec3::X).limits(-0.5, 0.5))
+            .unwrap();
+        // A bar driven round by a motor until its limit stops it.
+        let driven = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03))).position(Vec3::new(0.35, 2.5, -1.0)),
+            )
+            .unwrap();
+        world
+            .add_joint(
+                JointDesc::revolute(pivot, driven, Vec3::new(0.05, 2.5, -1.0), Vec3::Z)
+                    .motor(4.0, 3.0)
+                    .limits(-0.3, 1.0),
+            )
+            .unwrap();
+        // A box on a slider down towards the floor, and a sphere held to a tilted plane, spinning.
+        let slide = world
+            .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(2.5, 1.0, 1.0)))
+            .unwrap();
+        world
+            .add_joint(JointDesc::prismatic(pivot, slide, Vec3::new(2.5, 1.0, 1.0), Vec3::new(1.0, -1.0, 0.3)))
+            .unwrap();
+        // A box on a tilted slider driven up it by a motor into its upper limit, and one falling
+        // onto its lower limit.
+        for (x, motor) in [(3.0, true), (3.5, false)] {
+            let at = Vec3::new(x, 1.5, -1.0);
+            let carriage =
+                world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.08))).position(at)).unwrap();
+            let joint = JointDesc::prismatic(pivot, carriage, at, Vec3::new(0.3, 1.0, 0.2)).limits(-0.4, 0.25);
+            world.add_joint(if motor { joint.motor(1.5, 40.0) } else { joint }).unwrap();
+        }
+        let skater = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::sphere(0.1))
+                    .position(Vec3::new(-2.5, 1.0, 2.0))
+                    .angular_velocity(Vec3::new(1.0, 4.0, 0.0)),
+            )
+            .unwrap();
+        world
+            .add_joint(JointDesc::point_on_plane(top, skater, Vec3::new(-2.5, 1.0, 2.0), Vec3::new(0.2, 1.0, 0.1)))
+            .unwrap();
+        // A box welded to the top of a fixed slab by a weld that breaks at once: it falls onto the
+        // slab, which it may touch from the step the weld breaks.
+        let slab = world
+            .add_body(
+                RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(0.4, 0.1, 0.4))).position(Vec3::new(-3.5, 0.5, -1.5)),
+            )
+            .unwrap();
+        let loose = world
+            .add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).position(Vec3::new(-3.45, 0.75, -1.5)))
+            .unwrap();
+        world.add_joint(JointDesc::fixed(slab, loose, Vec3::new(-3.45, 0.6, -1.5)).breaks_at(0.5, 0.5)).unwrap();
+        // A bar on a ball joint within a cone of 0.4 rad, falling onto the cone's edge and spinning
+        // into its upper twist limit.
+        let coned = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.3, 0.03, 0.03)))
+                    .position(Vec3::new(2.3, 2.5, 1.5))
+                    .angular_velocity(Vec3::new(3.0, 0.5, 0.0)),
+            )
+            .unwrap();
+        world
+            .add_joint(JointDesc::spherical(top, coned, Vec3::new(2.0, 2.5, 1.5)).cone(Vec3::X, 0.4).twist(-0.5, 0.3))
+            .unwrap();
+        // A bar hanging from a universal joint, swinging.
+        let gimbal = world
+            .add_body(
+                RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.04, 0.3, 0.04)))
+                    .position(Vec3::new(1.5, 2.0, -1.5))
+                    .angular_velocity(Vec3::new(2.0, 1.0, -1.0)),
+            )
+            .unwrap();
+        world.add_joint(JointDesc::universal(top, gimbal, Vec3::new(1.5, 2.3, -1.5), Vec3::X, Vec3::Z)).unwrap();
+        (world, previous, a, loose, flap)
+    };
+    let (world, previous, a, loose, flap) = build(false);
     let mut cpu = CpuSolver::new(&world).unwrap();
     let mut gpu = GpuSolver::new(ctx, &world).unwrap();
     cpu.step_many(120);
@@ -1250,6 +1269,21 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
     assert!((c[loose.index()].position.y - 0.7).abs() < 2e-3, "the loose box is at {}", c[loose.index()].position);
     // The flap went round with the paddle.
     assert!((c[flap.index()].position - Vec3::new(-2.15, 1.75, 0.0)).length() > 0.2, "the flap stayed put");
+    // The GPU with each sweep (joints and manifolds) in one workgroup: the same bits on a
+    // software adapter, one dispatch a sweep.
+    let mut fused = GpuSolver::new(ctx, &build(true).0).unwrap();
+    // At least a manifold pass's colors, overflow and gather become one, in every sweep.
+    let saved = gpu.dispatches_per_step() - fused.dispatches_per_step();
+    let s = &world.desc().solver;
+    assert!(saved >= s.substeps * (s.iterations + s.relax_iterations) * (s.max_colors + 1), "{saved} dispatches fewer");
+    fused.step_many(120);
+    for (i, (x, y)) in fused.body_states().unwrap().iter().zip(&g).enumerate() {
+        if ctx.adapter().software {
+            assert_eq!(x, y, "fused sweeps: body {i}");
+        } else {
+            assert!(x.position.distance(y.position) < 1e-4, "fused sweeps: body {i}: {x:?} against {y:?}");
+        }
+    }
 }
 
 /// A 3 m box on the floor with a small box welded where they overlap by 20 cm, beside a row

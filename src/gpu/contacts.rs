@@ -62,6 +62,9 @@ struct Pipelines {
     warm_start_gather: wgpu::ComputePipeline,
     jacobi_gather: wgpu::ComputePipeline,
     manifold_stats: wgpu::ComputePipeline,
+    /// Per sweep (solve, relax, restitution), the whole pass in one workgroup
+    /// (`SolverSettings::gpu_fused_sweeps`); none without it.
+    fused: Option<[wgpu::ComputePipeline; 3]>,
 }
 
 /// A manifold pass, as in the CPU path.
@@ -115,6 +118,13 @@ pub(crate) struct GpuContacts {
     pub at_limit_warned: bool,
 }
 
+/// Threads of the one workgroup of a fused pass (`FUSED_SIZE` in shaders/solve_contacts.wgsl
+/// and shaders/joints.wgsl):
+/// as many as the device allows in one workgroup along x, up to 1,024.
+pub(crate) fn fused_size(limits: &wgpu::Limits) -> u32 {
+    limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).min(1024)
+}
+
 /// Bytes of a manifold's prepared record and of a body's inertia.
 const PREPARED_BYTES: u64 = 4 * PREPARED_MANIFOLD_WORDS as u64;
 const INERTIA_BYTES: u64 = 4 * PREPARED_BODY_WORDS as u64;
@@ -148,6 +158,7 @@ impl GpuContacts {
         grid: &GridSpec,
         pair_capacity: u32,
         manifold_capacity: u32,
+        fused_sweeps: bool,
     ) -> Result<Self> {
         let n = params.body_count;
         let buckets = params.max_colors + 1;
@@ -423,6 +434,12 @@ impl GpuContacts {
             ],
             jacobi_gather: v("jacobi_gather"),
             manifold_stats: v("manifold_stats"),
+            fused: fused_sweeps.then(|| {
+                let constants = [prepared_passes[0], ("FUSED_SIZE", f64::from(fused_size(limits)))];
+                ["solve_fused", "relax_fused", "restitution_fused"].map(|entry| {
+                    kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", entry, &constants)
+                })
+            }),
         };
         Ok(Self {
             layout,
@@ -562,11 +579,12 @@ impl GpuContacts {
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the
     /// preparation's, the work of bouncing manifolds (where any can bounce) and the gather by
-    /// body, else one per color, the overflow and its gather. Colors beyond those in use still
-    /// cost an (empty) indirect dispatch.
+    /// body, else one per color, the overflow and its gather (colors beyond those in use still
+    /// cost an empty indirect dispatch), or one when the passes are fused.
     pub fn pass_dispatches(&self, which: Pass) -> u32 {
         match which {
             Pass::WarmStart => self.prepare_dispatches() + 1 + u32::from(self.bounces),
+            _ if self.pipelines.fused.is_some() => 1,
             _ => self.max_colors + 2,
         }
     }
@@ -594,7 +612,8 @@ impl GpuContacts {
     }
 
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
-    /// then the overflow by Jacobi and the gather (both empty when nothing overflowed).
+    /// then the overflow by Jacobi and the gather (both empty when nothing overflowed); or,
+    /// with `SolverSettings::gpu_fused_sweeps`, all of it in one dispatch of one workgroup.
     pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {
         let p = &self.pipelines;
         let group = &self.solve_groups[parity];
@@ -618,6 +637,14 @@ impl GpuContacts {
             Pass::Relax => (&p.sweeps[1], "relax_colors"),
             Pass::Restitution => (&p.sweeps[2], "restitution_colors"),
         };
+        if let Some(fused) = &p.fused {
+            pass.push_debug_group(name);
+            pass.set_bind_group(0, group, &[0]);
+            pass.set_pipeline(&fused[which as usize - 1]);
+            pass.dispatch_workgroups(1, 1, 1);
+            pass.pop_debug_group();
+            return;
+        }
         pass.push_debug_group(name);
         pass.set_pipeline(colored);
         for color in 0..self.max_colors {

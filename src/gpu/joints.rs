@@ -1,5 +1,6 @@
 //! The joint stages on the GPU (shaders/joints.wgsl): the joints in a storage buffer, sorted by
-//! their color, and one dispatch per color for each warm start and solve sweep.
+//! their color, and one dispatch per color for each warm start and solve sweep (or one
+//! workgroup's dispatch over all colors, `SolverSettings::gpu_fused_sweeps`).
 
 use super::kernels::{self, Slot};
 use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
@@ -25,6 +26,9 @@ pub(crate) struct GpuJoints {
     relax: wgpu::ComputePipeline,
     /// Workgroups of each color's dispatch; the slot after the colors' holds every joint.
     grids: Vec<(u32, u32)>,
+    /// The warm start, solve and relax sweeps in one workgroup each
+    /// (`SolverSettings::gpu_fused_sweeps`); none without it.
+    fused: Option<[wgpu::ComputePipeline; 3]>,
 }
 
 /// The buffers the joint stages bind besides their own.
@@ -39,7 +43,9 @@ pub(crate) struct JointBindings<'a> {
 
 impl GpuJoints {
     /// Uploads `joints` (sorted by color, each color starting at `colors[c]`, the last entry
-    /// one past the end) and builds the stages; `None` without joints.
+    /// one past the end) and builds the stages; `None` without joints. With `fused_size`, the
+    /// sweeps are fused, in one workgroup of that many threads.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: &wgpu::Device,
         limits: &wgpu::Limits,
@@ -48,6 +54,7 @@ impl GpuJoints {
         breaks: &[GpuJointBreak],
         (colors, order): (&[u32], &[u32]),
         with: &JointBindings,
+        fused_size: Option<u32>,
     ) -> Result<Option<Self>> {
         if joints.is_empty() {
             return Ok(None);
@@ -66,13 +73,19 @@ impl GpuJoints {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        // One uniform slot per color, then one with every joint.
-        let mut ranges: Vec<[u32; 2]> = colors.windows(2).map(|w| [w[0], w[1] - w[0]]).collect();
-        ranges.push([0, joints.len() as u32]);
+        // One uniform slot per color, then one with every joint; each with the color count.
+        let color_count = colors.len() as u32 - 1;
+        let mut ranges: Vec<[u32; 3]> = colors.windows(2).map(|w| [w[0], w[1] - w[0], color_count]).collect();
+        ranges.push([0, joints.len() as u32, color_count]);
         let mut slots = vec![0u8; ranges.len() * UNIFORM_SLOT as usize];
         for (k, range) in ranges.iter().enumerate() {
-            slots[k * UNIFORM_SLOT as usize..][..8].copy_from_slice(bytemuck::cast_slice(range));
+            slots[k * UNIFORM_SLOT as usize..][..12].copy_from_slice(bytemuck::cast_slice(range));
         }
+        let starts = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("joint_starts"),
+            contents: bytemuck::cast_slice(colors),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
         let ranges_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joint_ranges"),
             contents: &slots,
@@ -92,6 +105,7 @@ impl GpuJoints {
             Slot::UniformDynamic,
             Slot::Storage(true),
             Slot::Storage(false),
+            Slot::Storage(true),
         ];
         let layout = kernels::layout(device, "joint_bindings", &layout_slots);
         let group = kernels::bind(
@@ -99,7 +113,7 @@ impl GpuJoints {
             "joint_bindings",
             &layout,
             &layout_slots,
-            &[with.params, with.bodies, with.solver_bodies, &buffer, &ranges_buffer, &breaks, with.topology],
+            &[with.params, with.bodies, with.solver_bodies, &buffer, &ranges_buffer, &breaks, with.topology, &starts],
         );
         let pipeline = |entry: &str| kernels::pipeline(device, modules, &[&layout], "joints", entry);
         Ok(Some(Self {
@@ -113,6 +127,18 @@ impl GpuJoints {
             solve: pipeline("solve_joints"),
             relax: pipeline("relax_joints"),
             grids: ranges.iter().map(|r| dispatch_grid(r[1], WORKGROUP_SIZE)).collect(),
+            fused: fused_size.map(|size| {
+                ["warm_start_joints_fused", "solve_joints_fused", "relax_joints_fused"].map(|entry| {
+                    kernels::pipeline_with(
+                        device,
+                        modules,
+                        &[&layout],
+                        "joints",
+                        entry,
+                        &[("FUSED_SIZE", f64::from(size))],
+                    )
+                })
+            }),
         }))
     }
 
@@ -152,30 +178,38 @@ impl GpuJoints {
 
     /// Records a substep's warm start, color by color.
     pub fn record_warm_start(&self, pass: &mut wgpu::ComputePass) {
-        self.record_sweep(pass, &self.warm_start, "warm_start_joints");
+        self.record_sweep(pass, 0, "warm_start_joints");
     }
 
     /// Records one sweep of the biased solve (`use_bias`) or of the relax iterations.
     pub fn record_solve(&self, pass: &mut wgpu::ComputePass, use_bias: bool) {
         if use_bias {
-            self.record_sweep(pass, &self.solve, "solve_joints");
+            self.record_sweep(pass, 1, "solve_joints");
         } else {
-            self.record_sweep(pass, &self.relax, "relax_joints");
+            self.record_sweep(pass, 2, "relax_joints");
         }
     }
 
-    fn record_sweep(&self, pass: &mut wgpu::ComputePass, pipeline: &wgpu::ComputePipeline, name: &str) {
+    /// Records sweep `which` (the warm start, the solve, the relax): a dispatch per color, or
+    /// one workgroup's dispatch over them all when the sweeps are fused.
+    fn record_sweep(&self, pass: &mut wgpu::ComputePass, which: usize, name: &str) {
         pass.push_debug_group(name);
-        pass.set_pipeline(pipeline);
-        for color in 0..self.colors() {
-            self.dispatch(pass, color);
+        if let Some(fused) = &self.fused {
+            pass.set_pipeline(&fused[which]);
+            pass.set_bind_group(0, &self.group, &[(self.colors() as u64 * UNIFORM_SLOT) as u32]);
+            pass.dispatch_workgroups(1, 1, 1);
+        } else {
+            pass.set_pipeline([&self.warm_start, &self.solve, &self.relax][which]);
+            for color in 0..self.colors() {
+                self.dispatch(pass, color);
+            }
         }
         pass.pop_debug_group();
     }
 
-    /// Dispatches of one sweep (one per color).
+    /// Dispatches of one sweep (one per color, or one when fused).
     pub fn sweep_dispatches(&self) -> u32 {
-        self.colors() as u32
+        if self.fused.is_some() { 1 } else { self.colors() as u32 }
     }
 
     /// The joints as the queued steps leave them, by color, and the world's index of each

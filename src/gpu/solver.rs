@@ -67,6 +67,9 @@ pub struct GpuSolver {
     clock: Option<StageClock>,
     /// Whether a step records its restitution passes ([`crate::World::bodies_can_bounce`]).
     bounces: bool,
+    /// Whether each manifold pass is one workgroup's dispatch
+    /// ([`crate::SolverSettings::gpu_fused_sweeps`]).
+    fused_sweeps: bool,
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
@@ -200,6 +203,7 @@ impl GpuSolver {
                 solver_bodies: &solver_bodies,
                 topology: &topology,
             },
+            world.desc().solver.gpu_fused_sweeps.then(|| super::contacts::fused_size(&limits)),
         )?;
 
         let body_count = packed.bodies.len() as u32;
@@ -236,6 +240,7 @@ impl GpuSolver {
             steps: 0,
             clock: None,
             bounces: world.bodies_can_bounce(),
+            fused_sweeps: world.desc().solver.gpu_fused_sweeps,
         };
         if body_contacts {
             // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
@@ -298,6 +303,7 @@ impl GpuSolver {
             &self.grid,
             pair_capacity,
             manifold_capacity,
+            self.fused_sweeps,
         )?;
         contacts.bounces = self.bounces;
         Ok((stats, contacts))
