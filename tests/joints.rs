@@ -795,6 +795,125 @@ fn a_ball_joint_twist_stops_at_its_limits() {
     }
 }
 
+/// A limbed body floating free (no gravity, nothing to touch): a chest with a head on a neck,
+/// two arms on shoulders and two legs on hips (ball joints with cones and twist limits) and
+/// forearms and shins on elbows and knees (limited hinges), every part set spinning its own
+/// way (each part's velocity matching its parent's anchor's, so that no joint starts pulled
+/// apart), so that every limit is struck. The joints' impulses are internal: linear momentum
+/// stays what it was within 1e-4 of `Σ m` (kg m/s). Angular momentum about the origin moves
+/// only as far as the soft joints' stretch lets it: a point joint's impulse acts at its two
+/// anchors, which are as far apart as the joint has stretched, so each step may move it by up
+/// to `|separation| |force| dt` per joint (measured from the poses and `joint_reactions`);
+/// it stays within that sum, which itself stays under 2 % of the angular momentum (measured:
+/// 8.8e-3 kg m²/s against a budget of 6.7e-2, of 5.7; at 16 substeps, 1.8e-3 against 1.3e-2).
+/// Kinetic energy never grows by more than 1 % of the initial: the limits are inelastic, and
+/// the soft joints' pull back from a stretch gives back no more than the stretch took.
+#[test]
+fn a_floating_limbed_body_conserves_momentum() {
+    let mut world = common::world_with(Vec3::ZERO);
+    let mut parts: Vec<BodyHandle> = Vec::new();
+    // Each part's velocity is the one its parent's anchor has (`from`: that anchor and its
+    // velocity) carried by its own spin `w`, so that no joint starts pulled apart.
+    let mut part = |world: &mut World, shape: Shape, mass: f32, at: Vec3, w: Vec3, (anchor, v): (Vec3, Vec3)| {
+        let velocity = v + w.cross(at - anchor);
+        let desc = RigidBodyDesc::dynamic(shape).mass(mass).position(at).angular_velocity(w).linear_velocity(velocity);
+        let body = world.add_body(desc).unwrap();
+        parts.push(body);
+        (body, velocity)
+    };
+    let w_chest = Vec3::new(0.5, -1.0, 0.3);
+    let chest_box = Shape::cuboid(Vec3::new(0.18, 0.25, 0.1));
+    let (chest, _) = part(&mut world, chest_box, 15.0, Vec3::ZERO, w_chest, (Vec3::ZERO, Vec3::ZERO));
+    let at_neck = Vec3::new(0.0, 0.27, 0.0);
+    let from_chest = |anchor: Vec3| (anchor, w_chest.cross(anchor));
+    let (head, _) = part(
+        &mut world,
+        Shape::sphere(0.11),
+        5.0,
+        Vec3::new(0.0, 0.4, 0.0),
+        Vec3::new(6.0, 2.0, -3.0),
+        from_chest(at_neck),
+    );
+    let neck = world.add_joint(JointDesc::spherical(chest, head, at_neck).cone(Vec3::Y, 0.5).twist(-0.6, 0.6)).unwrap();
+    let mut balls = vec![neck];
+    let mut hinges = Vec::new();
+    for side in [1.0_f32, -1.0] {
+        // An arm along x, a leg along -y, each in two parts.
+        for (root, along, w) in [
+            (Vec3::new(side * 0.2, 0.2, 0.0), Vec3::X * side, Vec3::new(-8.0 * side, 3.0, 5.0)),
+            (Vec3::new(side * 0.1, -0.27, 0.0), -Vec3::Y, Vec3::new(4.0, 7.0 * side, -6.0)),
+        ] {
+            let (upper, v_upper) = part(&mut world, Shape::sphere(0.06), 2.0, root + along * 0.17, w, from_chest(root));
+            let elbow = root + along * 0.3;
+            let from_upper = (elbow, v_upper + w.cross(elbow - (root + along * 0.17)));
+            let (lower, _) = part(&mut world, Shape::sphere(0.05), 1.5, root + along * 0.42, -w, from_upper);
+            balls.push(
+                world.add_joint(JointDesc::spherical(chest, upper, root).cone(along, 0.8).twist(-0.4, 0.7)).unwrap(),
+            );
+            let hinge = JointDesc::revolute(upper, lower, elbow, Vec3::Z).limits(-1.5, 0.2);
+            hinges.push(world.add_joint(hinge).unwrap());
+        }
+    }
+    let momentum = |states: &[BodyState]| {
+        let (mut p, mut l) = (Vec3::ZERO, Vec3::ZERO);
+        for &h in &parts {
+            let mp = world.mass_properties(h).unwrap();
+            let s = states[h.index()];
+            let r = glam::Mat3::from_quat(s.orientation);
+            let com = s.position + s.orientation * mp.local_center_of_mass;
+            p += mp.mass * s.linear_velocity;
+            l += com.cross(mp.mass * s.linear_velocity) + r * mp.local_inertia() * r.transpose() * s.angular_velocity;
+        }
+        (p, l)
+    };
+    let total_mass: f32 = parts.iter().map(|&h| world.mass_properties(h).unwrap().mass).sum();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        let (p0, l0) = momentum(&solver.body_states().unwrap());
+        let initial = solver.stats().unwrap().kinetic_energy;
+        // A ball joint's torque is its cone's and twist limits' only; a hinge's angle is the
+        // lower part's turn about z relative to the upper.
+        let mut struck = vec![false; world.joint_count()];
+        let (mut most, mut worst_p, mut worst_l) = (initial, 0.0_f32, 0.0_f32);
+        let mut bound = 0.0_f32;
+        for _ in 0..240 {
+            solver.step();
+            most = most.max(solver.stats().unwrap().kinetic_energy);
+            for (k, r) in solver.joint_reactions().unwrap().iter().enumerate() {
+                struck[k] |= r.torque.length() > 1e-3;
+            }
+            let states = solver.body_states().unwrap();
+            for &j in &hinges {
+                let (a, b) = (world.joint(j).unwrap().body_a, world.joint(j).unwrap().body_b);
+                let turn = turn_about_z(states[a.index()].orientation.inverse() * states[b.index()].orientation);
+                let angle = (turn + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI;
+                struck[j.index()] |= !(-1.45..=0.15).contains(&angle);
+            }
+            let reactions = solver.joint_reactions().unwrap();
+            for k in 0..world.joint_count() {
+                let (a, b) = anchors(&world, JointHandle::from_index(k), &states);
+                bound += (b - a).length() * reactions[k].force.length() * world.desc().dt;
+            }
+            let (p, l) = momentum(&states);
+            worst_p = worst_p.max((p - p0).length());
+            worst_l = worst_l.max((l - l0).length());
+        }
+        eprintln!(
+            "{name}: momentum off by {worst_p:.2e} kg m/s at worst (of Σm = {total_mass}), angular momentum by \
+             {worst_l:.2e} of {:.3} kg m²/s (the joints' stretch allows {bound:.2e}); kinetic energy {initial:.3} J, \
+             at most {most:.3} J",
+            l0.length()
+        );
+        for &j in balls.iter().chain(&hinges) {
+            assert!(struck[j.index()], "{name}: joint {} never reached a limit", j.index());
+        }
+        assert!(worst_p < 1e-4 * total_mass, "{name}: momentum {p0} moved by {worst_p}");
+        assert!(worst_l < bound, "{name}: angular momentum {l0} moved by {worst_l}, beyond {bound}");
+        assert!(bound < 0.02 * l0.length(), "{name}: the joints stretched by {bound} kg m²/s");
+        assert!(most < 1.01 * initial, "{name}: kinetic energy {initial} rose to {most}");
+    }
+}
+
 /// A 1 kg sphere (radius 0.1 m) on a ball joint 1 m from a fixed pivot, let go horizontal, on
 /// a joint that breaks above twice its weight. The compound pendulum's tension at angle θ
 /// from the vertical is `m g cos θ (1 + 2 m L² / I_pivot)` (2.992 m g cos θ), so the joint
