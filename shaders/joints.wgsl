@@ -50,6 +50,7 @@ fn prepare_joints(
     j.lower_impulse = params.warm_start_scale * j.lower_impulse;
     j.upper_impulse = params.warm_start_scale * j.upper_impulse;
     j.motor_impulse = params.warm_start_scale * j.motor_impulse;
+    j.twist_upper_impulse = params.warm_start_scale * j.twist_upper_impulse;
     joints[i] = j;
 }
 
@@ -80,6 +81,7 @@ fn break_joints(
         j.lower_impulse = 0.0;
         j.upper_impulse = 0.0;
         j.motor_impulse = 0.0;
+        j.twist_upper_impulse = 0.0;
         joints[i] = j;
         if loads.entry_a != NO_BODY {
             topology[loads.entry_a] = NO_BODY;
@@ -91,7 +93,8 @@ fn break_joints(
 }
 
 // Twin of `joint::reaction_impulses`: the joint's linear and angular impulses on B over its
-// last substep, a slider's and a hinge's motor and limits and a ball joint's cone included;
+// last substep, a slider's and a hinge's motor and limits and a ball joint's cone and twist
+// limits included;
 // `qa` and `qb` are A's and B's orientations.
 fn reaction_impulses(j: Joint, qa: vec4<f32>, qb: vec4<f32>) -> array<vec3<f32>, 2> {
     var linear = j.linear_impulse;
@@ -562,9 +565,9 @@ fn relax_joints(
 override FUSED_SIZE: u32 = 256u;
 
 // A whole sweep in one workgroup (`SolverSettings::gpu_fused_sweeps`): the colors in order
-// (`range` is the slot of every joint, whose `colors` counts them and `starts` is where each
-// begins), each swept by all the workgroup's threads, with a barrier between colors. The same
-// work per joint in the same order of colors as a dispatch per color.
+// (`range` is the slot of every joint, whose `colors` counts them, and `joint_starts` holds
+// where each begins), each swept by all the workgroup's threads, with a barrier between
+// colors. The same work per joint in the same order of colors as a dispatch per color.
 fn fused_sweep(t: u32, which: u32) {
     for (var color = 0u; color < range.colors; color++) {
         let end = joint_starts[color + 1u];

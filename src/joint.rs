@@ -13,7 +13,7 @@
 //! free (3 angular DOF), about two axes whose angle is held (a universal joint, 2), about one
 //! common axis only (a hinge, 1) or locked (0). A hinge may
 //! have limits on its angle and a motor, a slider limits on its translation and a motor, and a
-//! ball joint a cone that limits its swing.
+//! ball joint a cone that limits its swing and, with it, limits on its twist.
 //!
 //! A joint may break ([`JointDesc::breaks_at`]): one whose force or torque passed its loads
 //! in a step holds nothing from the next step on, and its bodies collide again from then.
@@ -38,7 +38,8 @@ use crate::error::{Error, Result, check_finite, check_non_negative};
 #[non_exhaustive]
 pub enum JointKind {
     /// Ball and socket: the bodies' anchor points stay together; they turn freely about it
-    /// (three constraints), within a cone if it has one ([`JointDesc::cone`]).
+    /// (three constraints), within a cone if it has one ([`JointDesc::cone`]) and twist limits
+    /// about the cone's axis if it has them ([`JointDesc::twist`]).
     Spherical,
     /// Hinge: the anchor points stay together and the bodies turn relative to each other only
     /// about the axis (five constraints).

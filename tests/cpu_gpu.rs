@@ -871,9 +871,9 @@ fn gpu_passes_prepared_or_computed_agree() {
 /// workgroup's dispatch or as a dispatch per color, end in the same bits, with the passes
 /// computing their words and reading them prepared (where a hardware compiler contracts the
 /// same arithmetic alike in both kernels, the same bits are expected there too; the first three
-/// steps are compared within 1e-5 m and 1e-4 m/s). The fused world records 13 fewer dispatches
-/// per manifold pass (3 colors, the overflow and its gather, against 1 each): 13 × (4
-/// substeps × 4 sweeps + 1 restitution pass) in all.
+/// steps are compared within 1e-5 m and 1e-4 m/s). The fused world records 4 fewer dispatches
+/// per manifold pass (3 colors, the overflow and its gather, against 1): 4 × (4 substeps × 4
+/// sweeps + 1 restitution pass) in all.
 #[test]
 fn gpu_passes_fused_or_per_color_agree() {
     let Some(ctx) = common::gpu() else { return };

@@ -769,6 +769,18 @@ fn a_ball_joint_twist_stops_at_its_limits() {
                 .twist(-0.4, 0.6),
         )
         .unwrap();
+    // A third plate, on a joint that holds its twist within ±0.01 rad and breaks above 1 N m:
+    // its weight's moment about the axis (0.2 m g) breaks it while the twist limit bears it.
+    let hook = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.01)).position(Vec3::new(0.0, 0.0, -3.0))).unwrap();
+    let dropped = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.02, 0.2)))
+                .mass(1.0)
+                .position(Vec3::new(0.5, 0.0, -2.8)),
+        )
+        .unwrap();
+    let weak = JointDesc::spherical(hook, dropped, Vec3::new(0.0, 0.0, -3.0)).cone(Vec3::X, cone).twist(-0.01, 0.01);
+    let weak = world.add_joint(weak.breaks_at(f32::INFINITY, 1.0)).unwrap();
     for mut solver in common::solvers(&world) {
         let mut lowest = 0.0_f32;
         for _ in 0..240 {
@@ -792,6 +804,46 @@ fn a_ball_joint_twist_stops_at_its_limits() {
         assert!((torque - expected).length() < 0.01 * expected.length(), "{}: torque {torque}", solver.backend());
         assert!(lowest > -0.42, "{}: the bar twisted to {lowest}", solver.backend());
         assert!((bar_twist + 0.4).abs() < 0.01, "{}: the bar rests at twist {bar_twist}", solver.backend());
+        // A broken joint holds nothing, its twist limits included.
+        let broken = solver.joint_reactions().unwrap()[weak.index()];
+        assert!(broken.broken, "{}: the weak joint held", solver.backend());
+        assert_eq!((broken.force, broken.torque), (Vec3::ZERO, Vec3::ZERO), "{}", solver.backend());
+        assert!(states[dropped.index()].position.y < -5.0, "{}: the plate did not fall", solver.backend());
+    }
+}
+
+/// The twist limits without warm starting (`SolverSettings::warm_starting` off: every
+/// accumulated impulse starts each step at zero): the plate twisted by its weight of
+/// `a_ball_joint_twist_stops_at_its_limits` rests at its upper twist limit within 10 mrad, and
+/// the GPU's twin ends where the CPU does within 1e-4 m.
+#[test]
+fn twist_limits_hold_without_warm_starting() {
+    let mut desc = *world().desc();
+    desc.solver.warm_starting = false;
+    let mut world = World::new(desc).unwrap();
+    let p = pivot(&mut world);
+    let plate = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.5, 0.02, 0.2)))
+                .mass(1.0)
+                .position(Vec3::new(0.5, 0.0, 0.2)),
+        )
+        .unwrap();
+    let joint = JointDesc::spherical(p, plate, Vec3::ZERO).cone(Vec3::X, 20.0_f32.to_radians()).twist(-0.25, 0.35);
+    world.add_joint(joint).unwrap();
+    let ends: Vec<BodyState> = common::solvers(&world)
+        .into_iter()
+        .map(|mut solver| {
+            solver.step_many(240);
+            let s = solver.body_states().unwrap()[plate.index()];
+            let twist = twist_about_x(s.orientation);
+            eprintln!("{}: twist {twist:.5} rad (limit 0.35)", solver.backend());
+            assert!((twist - 0.35).abs() < 0.01, "{}: the plate rests at twist {twist}", solver.backend());
+            s
+        })
+        .collect();
+    if let [cpu, gpu] = ends.as_slice() {
+        assert!(cpu.position.distance(gpu.position) < 1e-4, "CPU {cpu:?}, GPU {gpu:?}");
     }
 }
 
@@ -799,7 +851,8 @@ fn a_ball_joint_twist_stops_at_its_limits() {
 /// two arms on shoulders and two legs on hips (ball joints with cones and twist limits) and
 /// forearms and shins on elbows and knees (limited hinges), every part set spinning its own
 /// way (each part's velocity matching its parent's anchor's, so that no joint starts pulled
-/// apart), so that every limit is struck. The joints' impulses are internal: linear momentum
+/// apart), so that every limit is struck (every ball joint's twist reaches a twist limit, and
+/// every hinge's angle a limit). The joints' impulses are internal: linear momentum
 /// stays what it was within 1e-4 of `Σ m` (kg m/s). Angular momentum about the origin moves
 /// only as far as the soft joints' stretch lets it: a point joint's impulse acts at its two
 /// anchors, which are as far apart as the joint has stretched, so each step may move it by up
@@ -871,9 +924,12 @@ fn a_floating_limbed_body_conserves_momentum() {
         let name = solver.backend();
         let (p0, l0) = momentum(&solver.body_states().unwrap());
         let initial = solver.stats().unwrap().kinetic_energy;
-        // A ball joint's torque is its cone's and twist limits' only; a hinge's angle is the
-        // lower part's turn about z relative to the upper.
+        // A ball joint's torque is its cone's and twist limits' only (struck: either); its
+        // twist (the parts started unturned) is measured from the poses (twisted: within 20
+        // mrad of a twist limit or past it); a hinge's angle is the lower part's turn about z
+        // relative to the upper.
         let mut struck = vec![false; world.joint_count()];
+        let mut twisted = vec![false; world.joint_count()];
         let (mut most, mut worst_p, mut worst_l) = (initial, 0.0_f32, 0.0_f32);
         let mut bound = 0.0_f32;
         for _ in 0..240 {
@@ -883,6 +939,14 @@ fn a_floating_limbed_body_conserves_momentum() {
                 struck[k] |= r.torque.length() > 1e-3;
             }
             let states = solver.body_states().unwrap();
+            for &j in &balls {
+                let desc = world.joint(j).unwrap();
+                let turn = states[desc.body_a.index()].orientation.inverse() * states[desc.body_b.index()].orientation;
+                let [lower, upper] = desc.twist.unwrap();
+                let twist = 2.0 * turn.xyz().dot(desc.cone.unwrap().axis).atan2(turn.w);
+                let twist = (twist + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI;
+                twisted[j.index()] |= twist < lower + 0.02 || twist > upper - 0.02;
+            }
             for &j in &hinges {
                 let (a, b) = (world.joint(j).unwrap().body_a, world.joint(j).unwrap().body_b);
                 let turn = turn_about_z(states[a.index()].orientation.inverse() * states[b.index()].orientation);
@@ -906,6 +970,9 @@ fn a_floating_limbed_body_conserves_momentum() {
         );
         for &j in balls.iter().chain(&hinges) {
             assert!(struck[j.index()], "{name}: joint {} never reached a limit", j.index());
+        }
+        for &j in &balls {
+            assert!(twisted[j.index()], "{name}: joint {} never reached a twist limit", j.index());
         }
         assert!(worst_p < 1e-4 * total_mass, "{name}: momentum {p0} moved by {worst_p}");
         assert!(worst_l < bound, "{name}: angular momentum {l0} moved by {worst_l}, beyond {bound}");

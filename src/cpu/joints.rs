@@ -108,7 +108,7 @@ fn break_if_overloaded(
         j.flags |= JOINT_BROKEN;
         j.linear_impulse = Vec3::ZERO;
         j.angular_impulse = Vec3::ZERO;
-        (j.lower_impulse, j.upper_impulse, j.motor_impulse) = (0.0, 0.0, 0.0);
+        (j.lower_impulse, j.upper_impulse, j.motor_impulse, j.twist_upper_impulse) = (0.0, 0.0, 0.0, 0.0);
         for entry in [loads.entry_a, loads.entry_b] {
             if entry != NO_BODY {
                 topology[entry as usize] = NO_BODY;
@@ -124,6 +124,7 @@ fn prepare_joint(p: &StepParams, j: &mut GpuJoint, bodies: &[GpuBody]) {
     j.lower_impulse *= p.warm_start_scale;
     j.upper_impulse *= p.warm_start_scale;
     j.motor_impulse *= p.warm_start_scale;
+    j.twist_upper_impulse *= p.warm_start_scale;
 }
 
 /// A hinge's axis on A's side, world frame, now.
@@ -624,6 +625,71 @@ mod tests {
     use super::*;
     use crate::layout::{JOINT_LINEAR_PLANE, StepParams};
     use crate::world::CpuLanes;
+
+    /// A coned, twist-limited ball joint between two unturned bodies with every accumulated
+    /// impulse set.
+    fn loaded_joint() -> (GpuJoint, Vec<GpuBody>) {
+        let body = |x: f32| GpuBody {
+            position: Vec3::new(x, 0.0, 0.0),
+            inv_mass: 1.0,
+            orientation: Quat::IDENTITY,
+            ..GpuBody::zeroed()
+        };
+        let joint = GpuJoint {
+            body_a: 0,
+            body_b: 1,
+            angular: JOINT_ANGULAR_FREE,
+            linear: JOINT_LINEAR_POINT,
+            local_axis_a: Vec3::X,
+            local_axis_b: Vec3::X,
+            local_ref_a: Vec3::Y,
+            local_ref_b: Vec3::Y,
+            lower: -0.3,
+            upper: 0.5,
+            flags: JOINT_LIMITED | JOINT_TWIST,
+            linear_impulse: Vec3::splat(1.0),
+            angular_impulse: Vec3::splat(1.0),
+            lower_impulse: 1.0,
+            upper_impulse: 1.0,
+            motor_impulse: 1.0,
+            twist_upper_impulse: 1.0,
+            ..GpuJoint::default()
+        };
+        (joint, vec![body(0.0), body(1.0)])
+    }
+
+    /// Every accumulated impulse of a joint: (linear, angular, the scalar rows').
+    fn impulses(j: &GpuJoint) -> (Vec3, Vec3, [f32; 4]) {
+        (
+            j.linear_impulse,
+            j.angular_impulse,
+            [j.lower_impulse, j.upper_impulse, j.motor_impulse, j.twist_upper_impulse],
+        )
+    }
+
+    #[test]
+    fn preparing_without_warm_starting_clears_every_impulse() {
+        let (mut joint, bodies) = loaded_joint();
+        let p = StepParams { warm_start_scale: 0.0, ..StepParams::default() };
+        prepare(&p, std::slice::from_mut(&mut joint), &bodies);
+        assert_eq!(impulses(&joint), (Vec3::ZERO, Vec3::ZERO, [0.0; 4]));
+        let (mut joint, bodies) = loaded_joint();
+        let p = StepParams { warm_start_scale: 0.5, ..StepParams::default() };
+        prepare(&p, std::slice::from_mut(&mut joint), &bodies);
+        assert_eq!(impulses(&joint), (Vec3::splat(0.5), Vec3::splat(0.5), [0.5; 4]));
+    }
+
+    #[test]
+    fn a_broken_joint_keeps_no_impulse() {
+        let (mut joint, bodies) = loaded_joint();
+        let p = StepParams { h: 1.0 / 240.0, ..StepParams::default() };
+        let loads = GpuJointBreak { force: 1.0, torque: 1.0, entry_a: NO_BODY, entry_b: NO_BODY };
+        break_if_overloaded(&p, &mut joint, &loads, &mut [], &bodies);
+        assert_ne!(joint.flags & JOINT_BROKEN, 0);
+        assert_eq!(impulses(&joint), (Vec3::ZERO, Vec3::ZERO, [0.0; 4]));
+        let (qa, qb) = (bodies[0].orientation, bodies[1].orientation);
+        assert_eq!(crate::joint::reaction_impulses(&joint, qa, qb), (Vec3::ZERO, Vec3::ZERO));
+    }
 
     /// A generator of the same numbers every run.
     struct Numbers(u64);

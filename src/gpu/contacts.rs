@@ -119,10 +119,13 @@ pub(crate) struct GpuContacts {
 }
 
 /// Threads of the one workgroup of a fused pass (`FUSED_SIZE` in shaders/solve_contacts.wgsl
-/// and shaders/joints.wgsl):
-/// as many as the device allows in one workgroup along x, up to 1,024.
-pub(crate) fn fused_size(limits: &wgpu::Limits) -> u32 {
-    limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).min(1024)
+/// and shaders/joints.wgsl) on a device of `limits` and the backend named `backend`: as many as
+/// the device allows in one workgroup along x, up to 1,024; at most 256 on Metal, whose
+/// pipelines may allow fewer threads than the device does when their kernels use many
+/// registers, as the joints' do (which wgpu does not check).
+pub(crate) fn fused_size(limits: &wgpu::Limits, backend: &str) -> u32 {
+    let most = if backend == "Metal" { 256 } else { 1024 };
+    limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).min(most)
 }
 
 /// Bytes of a manifold's prepared record and of a body's inertia.
@@ -158,7 +161,7 @@ impl GpuContacts {
         grid: &GridSpec,
         pair_capacity: u32,
         manifold_capacity: u32,
-        fused_sweeps: bool,
+        fused_size: Option<u32>,
     ) -> Result<Self> {
         let n = params.body_count;
         let buckets = params.max_colors + 1;
@@ -434,8 +437,8 @@ impl GpuContacts {
             ],
             jacobi_gather: v("jacobi_gather"),
             manifold_stats: v("manifold_stats"),
-            fused: fused_sweeps.then(|| {
-                let constants = [prepared_passes[0], ("FUSED_SIZE", f64::from(fused_size(limits)))];
+            fused: fused_size.map(|size| {
+                let constants = [prepared_passes[0], ("FUSED_SIZE", f64::from(size))];
                 ["solve_fused", "relax_fused", "restitution_fused"].map(|entry| {
                     kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", entry, &constants)
                 })

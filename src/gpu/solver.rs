@@ -67,9 +67,9 @@ pub struct GpuSolver {
     clock: Option<StageClock>,
     /// Whether a step records its restitution passes ([`crate::World::bodies_can_bounce`]).
     bounces: bool,
-    /// Whether each manifold pass is one workgroup's dispatch
+    /// The threads of the one workgroup that runs each sweep, when the sweeps are fused
     /// ([`crate::SolverSettings::gpu_fused_sweeps`]).
-    fused_sweeps: bool,
+    fused_size: Option<u32>,
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
@@ -190,6 +190,8 @@ impl GpuSolver {
             None => None,
         };
 
+        let fused_size =
+            world.desc().solver.gpu_fused_sweeps.then(|| super::contacts::fused_size(&limits, &ctx.adapter().backend));
         let joints = GpuJoints::new(
             &device,
             &limits,
@@ -203,7 +205,7 @@ impl GpuSolver {
                 solver_bodies: &solver_bodies,
                 topology: &topology,
             },
-            world.desc().solver.gpu_fused_sweeps.then(|| super::contacts::fused_size(&limits)),
+            fused_size,
         )?;
 
         let body_count = packed.bodies.len() as u32;
@@ -240,7 +242,7 @@ impl GpuSolver {
             steps: 0,
             clock: None,
             bounces: world.bodies_can_bounce(),
-            fused_sweeps: world.desc().solver.gpu_fused_sweeps,
+            fused_size,
         };
         if body_contacts {
             // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
@@ -303,7 +305,7 @@ impl GpuSolver {
             &self.grid,
             pair_capacity,
             manifold_capacity,
-            self.fused_sweeps,
+            self.fused_size,
         )?;
         contacts.bounces = self.bounces;
         Ok((stats, contacts))
