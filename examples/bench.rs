@@ -47,6 +47,9 @@ enum Scene {
     /// A 100 x 100 net of spheres on 19,701 ball joints hanging from its top row (`--bodies`
     /// ignored).
     JointGrid,
+    /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
+    /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.
+    Ragdolls,
     /// `--bodies` particles of radius 1 cm poured into an SDF bowl (no rigid bodies).
     ParticleBowl,
     /// The particle bowl with one wooden box per 100 particles dropped on top, meeting them.
@@ -338,6 +341,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::JointGrid => scenes::joint_grid(desc),
+        Scene::Ragdolls => scenes::ragdolls(desc, args.bodies.div_ceil(11).max(1)),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
     }?;

@@ -1,30 +1,31 @@
-//! Ragdolls tumbling down a flight of stairs: eleven bodies each, held by ball joints with
-//! cones and twist limits (spine, neck, shoulders, hips) and hinges with limits (elbows,
-//! knees). Every second it prints how far the joints have come apart and how far past its
-//! limits the worst of them stands, each measured here from the bodies' poses (independently
-//! of the solver's own bookkeeping), and the kinetic energy left. The joints are soft
+//! Ragdolls tumbling down a flight of stairs (`signorini::scenes::ragdolls`): eleven bodies
+//! each, held by ball joints with cones and twist limits (spine, neck, shoulders, hips) and
+//! hinges with limits (elbows, knees). Every second it prints how far the joints have come
+//! apart and how far past its limits the worst of them stands, each measured here from the
+//! bodies' poses and the joints as they were described (independently of the solver's own
+//! bookkeeping), and the kinetic energy left. The joints are soft
 //! (`SolverSettings::joint_hertz`, 60 Hz at 4 substeps; `--substeps` for stiffer): a limb
 //! wedged under a pile gives by millimetres and some tens of milliradians until it is freed.
 //!
 //! ```text
 //! cargo run --release --example ragdoll                   # GPU if there is one, else CPU
-//! cargo run --release --example ragdoll -- --cpu --ragdolls 64
+//! cargo run --release --example ragdoll -- --cpu --ragdolls 64 --substeps 8
 //! ```
 
 mod common;
 
-use std::f32::consts::FRAC_PI_2;
 use std::time::Instant;
 
 use clap::Parser;
 use signorini::prelude::*;
+use signorini::{JointHandle, JointKind};
 
 #[derive(Parser)]
 #[command(about = "Ragdolls of ball joints with cones and twist limits, and limited hinges, falling down stairs")]
 struct Args {
     /// How many ragdolls, dropped in rows of eight above the stairs.
     #[arg(long, default_value_t = 16)]
-    ragdolls: u32,
+    ragdolls: usize,
     /// Steps of 1/60 s to simulate.
     #[arg(long, default_value_t = 480)]
     steps: u32,
@@ -38,7 +39,7 @@ struct Args {
     cpu: bool,
 }
 
-/// What a joint should hold, kept here to measure it from the bodies' poses.
+/// What a joint should hold, in its bodies' frames, to measure it from their poses.
 struct Held {
     a: BodyHandle,
     b: BodyHandle,
@@ -56,40 +57,15 @@ struct Held {
     turn: [f32; 2],
 }
 
-/// One body's initial pose, kept with its handle.
-#[derive(Clone, Copy)]
-struct Part {
-    body: BodyHandle,
-    position: Vec3,
-    orientation: Quat,
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::init();
     let args = Args::parse();
     let mut desc = WorldDesc::default();
     desc.solver.substeps = args.substeps;
     desc.solver.joint_hertz = 0.25 * args.substeps as f32 / desc.dt;
-    let mut world = World::new(desc)?;
-    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.7))?;
-    // Ten steps, each 0.3 m high and 0.6 m deep, going down towards +z, 16 m wide.
-    for k in 0..10 {
-        let top = 3.0 - 0.3 * k as f32;
-        world.add_body(
-            RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(8.0, 0.5 * top, 0.3)))
-                .position(Vec3::new(0.0, 0.5 * top, 0.6 * k as f32))
-                .friction(0.7),
-        )?;
-    }
-
-    let mut held = Vec::new();
-    for n in 0..args.ragdolls {
-        let (row, column) = (n / 8, n % 8);
-        let at = Vec3::new(-6.125 + 1.75 * column as f32, 4.2 + 2.2 * row as f32, 0.0);
-        // A turn about the vertical and a tumble, different for each, so that they land apart.
-        let spin = Vec3::new(0.5 * (n % 3) as f32 - 0.5, 0.3 * (n % 5) as f32, 1.5 + 0.25 * (n % 4) as f32);
-        add_ragdoll(&mut world, &mut held, at, spin)?;
-    }
+    let world = signorini::scenes::ragdolls(desc, args.ragdolls)?;
+    let held =
+        (0..world.joint_count()).map(|k| held(&world, JointHandle::from_index(k))).collect::<Result<Vec<_>, _>>()?;
 
     let (mut solver, _) = common::solver(&world, args.cpu)?;
     println!("backend: {}", solver.backend());
@@ -130,65 +106,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Adds one ragdoll standing in a T-pose with its pelvis at `at`, facing +z, turning at `spin`.
-fn add_ragdoll(world: &mut World, held: &mut Vec<Held>, at: Vec3, spin: Vec3) -> Result<(), Error> {
-    let mut part = |shape: Shape, mass: f32, offset: Vec3, orientation: Quat| -> Result<Part, Error> {
-        let position = at + offset;
-        let body = world.add_body(
-            RigidBodyDesc::dynamic(shape)
-                .mass(mass)
-                .position(position)
-                .orientation(orientation)
-                .angular_velocity(spin)
-                .linear_velocity(spin.cross(offset))
-                .friction(0.7),
-        )?;
-        Ok(Part { body, position, orientation })
+/// What joint `joint` of `world` holds, from its description and its bodies' initial poses.
+fn held(world: &World, joint: JointHandle) -> Result<Held, signorini::Error> {
+    let j = world.joint(joint)?;
+    let (a, b) = (world.body(j.body_a)?, world.body(j.body_b)?);
+    let (axis, cone, turn) = match (j.kind, j.cone) {
+        (JointKind::Revolute { axis }, _) => {
+            (axis, None, j.limits.unwrap_or([-std::f32::consts::PI, std::f32::consts::PI]))
+        }
+        (_, Some(cone)) => {
+            (cone.axis, Some(cone.half_angle), j.twist.unwrap_or([-std::f32::consts::PI, std::f32::consts::PI]))
+        }
+        _ => (Vec3::X, Some(std::f32::consts::PI), [-std::f32::consts::PI, std::f32::consts::PI]),
     };
-    let upright = Quat::IDENTITY;
-    // Capsules lie along their local y: the arms are turned to lie along x.
-    let sideways = Quat::from_rotation_z(FRAC_PI_2);
-    let pelvis = part(Shape::cuboid(Vec3::new(0.15, 0.1, 0.1)), 10.0, Vec3::ZERO, upright)?;
-    let chest = part(Shape::cuboid(Vec3::new(0.18, 0.2, 0.1)), 15.0, Vec3::new(0.0, 0.31, 0.0), upright)?;
-    let head = part(Shape::sphere(0.11), 5.0, Vec3::new(0.0, 0.64, 0.0), upright)?;
-    let mut joints = vec![
-        // Spine and neck: swing within a cone about the vertical, little twist.
-        (pelvis, chest, Vec3::new(0.0, 0.1, 0.0), Vec3::Y, Some(0.35), [-0.4, 0.4]),
-        (chest, head, Vec3::new(0.0, 0.52, 0.0), Vec3::Y, Some(0.6), [-0.9, 0.9]),
-    ];
-    for side in [1.0_f32, -1.0] {
-        let upper_arm = part(Shape::capsule(0.1, 0.05), 2.0, Vec3::new(side * 0.35, 0.45, 0.0), sideways)?;
-        let forearm = part(Shape::capsule(0.1, 0.045), 1.5, Vec3::new(side * 0.66, 0.45, 0.0), sideways)?;
-        let thigh = part(Shape::capsule(0.14, 0.06), 6.0, Vec3::new(side * 0.1, -0.3, 0.0), upright)?;
-        let shin = part(Shape::capsule(0.15, 0.05), 4.0, Vec3::new(side * 0.1, -0.7, 0.0), upright)?;
-        // Shoulder: a wide cone about the arm's line; elbow: bends forward (towards +z) only,
-        // about the vertical; hip: a cone about the leg's line; knee: bends backward only.
-        joints.push((chest, upper_arm, Vec3::new(side * 0.2, 0.45, 0.0), Vec3::X * side, Some(1.3), [-0.8, 0.8]));
-        let elbow = if side > 0.0 { [-2.4, 0.0] } else { [0.0, 2.4] };
-        joints.push((upper_arm, forearm, Vec3::new(side * 0.505, 0.45, 0.0), Vec3::Y, None, elbow));
-        joints.push((pelvis, thigh, Vec3::new(side * 0.1, -0.1, 0.0), -Vec3::Y, Some(1.1), [-0.5, 0.5]));
-        joints.push((thigh, shin, Vec3::new(side * 0.1, -0.5, 0.0), Vec3::X, None, [0.0, 2.4]));
-    }
-    for (a, b, offset, axis, cone, [lower, upper]) in joints {
-        let anchor = at + offset;
-        let desc = match cone {
-            Some(half_angle) => JointDesc::spherical(a.body, b.body, anchor).cone(axis, half_angle).twist(lower, upper),
-            None => JointDesc::revolute(a.body, b.body, anchor, axis).limits(lower, upper),
-        };
-        world.add_joint(desc)?;
-        held.push(Held {
-            a: a.body,
-            b: b.body,
-            anchor_a: a.orientation.inverse() * (anchor - a.position),
-            anchor_b: b.orientation.inverse() * (anchor - b.position),
-            axis_a: a.orientation.inverse() * axis,
-            axis_b: b.orientation.inverse() * axis,
-            rest: a.orientation.inverse() * b.orientation,
-            cone,
-            turn: [lower, upper],
-        });
-    }
-    Ok(())
+    Ok(Held {
+        a: j.body_a,
+        b: j.body_b,
+        anchor_a: a.orientation.inverse() * (j.anchor - a.position),
+        anchor_b: b.orientation.inverse() * (j.anchor - b.position),
+        axis_a: a.orientation.inverse() * axis,
+        axis_b: b.orientation.inverse() * axis,
+        rest: a.orientation.inverse() * b.orientation,
+        cone,
+        turn,
+    })
 }
 
 /// The largest distance between a joint's two anchors, m, and the largest angle by which a

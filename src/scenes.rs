@@ -650,3 +650,82 @@ pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, s
     }
     Ok(world)
 }
+
+/// `ragdolls`: `count` ragdolls of eleven bodies each (a pelvis, a chest, a head, upper arms
+/// and forearms, thighs and shins: 36 kg in boxes, a sphere and capsules), standing in a
+/// T-pose in rows of eight above a flight of ten static steps (each 0.3 m high and 0.6 m
+/// deep, going down towards +z, 16 m wide, on a ground plane), each turning its own way. Their joints: ball joints with cones and twist limits at the spine, the neck, the
+/// shoulders and the hips, and limited hinges at the elbows (bending forwards) and the knees
+/// (bending backwards), ten per ragdoll. Friction 0.7 throughout. Thrown down the stairs at
+/// 2 m/s, they tumble down some of the steps and come to rest on them and on each other.
+pub fn ragdolls(desc: WorldDesc, count: usize) -> Result<World> {
+    let mut world = World::new(desc)?;
+    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.7))?;
+    for k in 0..10 {
+        let top = 3.0 - 0.3 * k as f32;
+        world.add_body(
+            RigidBodyDesc::fixed(Shape::cuboid(Vec3::new(8.0, 0.5 * top, 0.3)))
+                .position(Vec3::new(0.0, 0.5 * top, 0.6 * k as f32))
+                .friction(0.7),
+        )?;
+    }
+    for n in 0..count {
+        let (row, column) = (n / 8, n % 8);
+        let at = Vec3::new(-6.125 + 1.75 * column as f32, 4.2 + 2.2 * row as f32, 0.0);
+        // A turn about the vertical and a tumble, different for each, so that they land apart.
+        let spin = Vec3::new(0.5 * (n % 3) as f32 - 0.5, 0.3 * (n % 5) as f32, 1.5 + 0.25 * (n % 4) as f32);
+        add_ragdoll(&mut world, at, spin)?;
+    }
+    Ok(world)
+}
+
+/// One ragdoll of [`ragdolls`], its pelvis at `at`, facing +z, moving down the stairs at 2 m/s
+/// and turning at `spin` as a rigid body.
+fn add_ragdoll(world: &mut World, at: Vec3, spin: Vec3) -> Result<()> {
+    use crate::JointDesc;
+    let mut part = |shape: Shape, mass: f32, offset: Vec3, orientation: Quat| {
+        world.add_body(
+            RigidBodyDesc::dynamic(shape)
+                .mass(mass)
+                .position(at + offset)
+                .orientation(orientation)
+                .angular_velocity(spin)
+                .linear_velocity(Vec3::new(0.0, 0.0, 2.0) + spin.cross(offset))
+                .friction(0.7),
+        )
+    };
+    let upright = Quat::IDENTITY;
+    // Capsules lie along their local y: the arms are turned to lie along x.
+    let sideways = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
+    let pelvis = part(Shape::cuboid(Vec3::new(0.15, 0.1, 0.1)), 10.0, Vec3::ZERO, upright)?;
+    let chest = part(Shape::cuboid(Vec3::new(0.18, 0.2, 0.1)), 15.0, Vec3::new(0.0, 0.31, 0.0), upright)?;
+    let head = part(Shape::sphere(0.11), 5.0, Vec3::new(0.0, 0.64, 0.0), upright)?;
+    // (A, B, anchor from the pelvis, axis, cone's half angle for a ball joint or none for a
+    // hinge, twist or hinge limits.)
+    let mut joints = vec![
+        // Spine and neck: swing within a cone about the vertical, little twist.
+        (pelvis, chest, Vec3::new(0.0, 0.1, 0.0), Vec3::Y, Some(0.35), [-0.4, 0.4]),
+        (chest, head, Vec3::new(0.0, 0.52, 0.0), Vec3::Y, Some(0.6), [-0.9, 0.9]),
+    ];
+    for side in [1.0_f32, -1.0] {
+        let upper_arm = part(Shape::capsule(0.1, 0.05), 2.0, Vec3::new(side * 0.35, 0.45, 0.0), sideways)?;
+        let forearm = part(Shape::capsule(0.1, 0.045), 1.5, Vec3::new(side * 0.66, 0.45, 0.0), sideways)?;
+        let thigh = part(Shape::capsule(0.14, 0.06), 6.0, Vec3::new(side * 0.1, -0.3, 0.0), upright)?;
+        let shin = part(Shape::capsule(0.15, 0.05), 4.0, Vec3::new(side * 0.1, -0.7, 0.0), upright)?;
+        // Shoulder: a wide cone about the arm's line; elbow: bends forwards (towards +z) only,
+        // about the vertical; hip: a cone about the leg's line; knee: bends backwards only.
+        joints.push((chest, upper_arm, Vec3::new(side * 0.2, 0.45, 0.0), Vec3::X * side, Some(1.3), [-0.8, 0.8]));
+        let elbow = if side > 0.0 { [-2.4, 0.0] } else { [0.0, 2.4] };
+        joints.push((upper_arm, forearm, Vec3::new(side * 0.505, 0.45, 0.0), Vec3::Y, None, elbow));
+        joints.push((pelvis, thigh, Vec3::new(side * 0.1, -0.1, 0.0), -Vec3::Y, Some(1.1), [-0.5, 0.5]));
+        joints.push((thigh, shin, Vec3::new(side * 0.1, -0.5, 0.0), Vec3::X, None, [0.0, 2.4]));
+    }
+    for (a, b, offset, axis, cone, [lower, upper]) in joints {
+        let anchor = at + offset;
+        world.add_joint(match cone {
+            Some(half_angle) => JointDesc::spherical(a, b, anchor).cone(axis, half_angle).twist(lower, upper),
+            None => JointDesc::revolute(a, b, anchor, axis).limits(lower, upper),
+        })?;
+    }
+    Ok(())
+}
