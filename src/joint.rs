@@ -559,6 +559,21 @@ mod tests {
     }
 
     #[test]
+    fn opposite_axes_have_a_cone_direction_and_no_twist() {
+        // B turned half a turn about y: its axis (z) points opposite A's.
+        let j = joint();
+        let qb = Quat::from_rotation_y(std::f32::consts::PI);
+        let (n, angle) = super::cone_direction(&j, Quat::IDENTITY, qb);
+        assert!((n.length() - 1.0).abs() < 1e-6 && n.dot(Vec3::Z).abs() < 1e-6, "direction {n}");
+        assert!((angle - std::f32::consts::PI).abs() < 1e-3, "angle {angle}");
+        assert_eq!(twist_frame(&j, Quat::IDENTITY, qb), (Vec3::ZERO, 0.0));
+        // Just short of opposite (177°), the twist is still measured.
+        let qb = Quat::from_rotation_y(177.0_f32.to_radians());
+        let (d, _) = twist_frame(&j, Quat::IDENTITY, qb);
+        assert!(d.length() > 1.0, "direction {d}");
+    }
+
+    #[test]
     fn twist_rate_is_its_direction_dot_the_relative_spin() {
         // Central differences of the measured twist along random spins, against d · (ω_b - ω_a).
         let j = joint();
