@@ -461,9 +461,12 @@ fn lower_has(i: u32, c: u32) -> bool {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn color_resolve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        resolve_color(i);
     }
+}
+
+fn resolve_color(i: u32) {
     let c = work[work_layout.before + i];
     if c != NO_COLOR && lower_has(i, c) {
         work[work_layout.colors + i] = NO_COLOR;
@@ -491,9 +494,12 @@ fn held_on_bodies(i: u32) -> u32 {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn color_descend(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        descend_color(i);
     }
+}
+
+fn descend_color(i: u32) {
     let c = work[work_layout.colors + i];
     var proposal = c;
     if c != NO_COLOR {
@@ -512,9 +518,12 @@ fn color_descend(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn color_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        settle_color(i);
     }
+}
+
+fn settle_color(i: u32) {
     let x = work[work_layout.before + i];
     if x != work[work_layout.colors + i] && !lower_has(i, x) {
         work[work_layout.colors + i] = x;
@@ -524,9 +533,13 @@ fn color_settle(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn color_masks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if body >= params.body_count {
-        return;
+    if body < params.body_count {
+        body_mask(body);
     }
+}
+
+// The colors held on `body`'s manifolds, as a mask.
+fn body_mask(body: u32) {
     var mask = 0u;
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
         let c = work[work_layout.colors + work[work_layout.adjacency + k]];
@@ -552,9 +565,12 @@ fn pick(free: u32, constraint: u32, round: u32) -> u32 {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn color_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        pick_color(i, round_index.value);
     }
+}
+
+fn pick_color(i: u32, round: u32) {
     var c = work[work_layout.colors + i];
     if c == NO_COLOR {
         let used = held_on_bodies(i);
@@ -564,11 +580,54 @@ fn color_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         }
         let free = ~used & palette;
         if free != 0u {
-            c = pick(free, i, round_index.value);
+            c = pick(free, i, round);
         }
     }
     work[work_layout.colors + i] = c;
     work[work_layout.before + i] = c;
+}
+
+// Threads of the one workgroup of the fused coloring: a pipeline constant, set to what the
+// device allows (at most 1,024).
+override FUSED_SIZE: u32 = 256u;
+
+// The coloring in one workgroup (`SolverSettings::gpu_fused_sweeps`): the seed's resolve, the
+// masks, the descent and its settling, then each round's masks, picks and resolve, as the
+// dispatches per phase run them, each phase swept by all the workgroup's threads with a barrier
+// after it. The same work in the same order of phases, so the same colors.
+@compute @workgroup_size(FUSED_SIZE)
+fn color_fused(@builtin(local_invocation_index) t: u32) {
+    let n = manifold_count();
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        resolve_color(i);
+    }
+    storageBarrier();
+    for (var body = t; body < params.body_count; body += FUSED_SIZE) {
+        body_mask(body);
+    }
+    storageBarrier();
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        descend_color(i);
+    }
+    storageBarrier();
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        settle_color(i);
+    }
+    storageBarrier();
+    for (var round = 0u; round < params.coloring_rounds; round++) {
+        for (var body = t; body < params.body_count; body += FUSED_SIZE) {
+            body_mask(body);
+        }
+        storageBarrier();
+        for (var i = t; i < n; i += FUSED_SIZE) {
+            pick_color(i, round);
+        }
+        storageBarrier();
+        for (var i = t; i < n; i += FUSED_SIZE) {
+            resolve_color(i);
+        }
+        storageBarrier();
+    }
 }
 
 var<workgroup> bucket_counts: array<atomic<u32>, MAX_COLORS + 1u>;

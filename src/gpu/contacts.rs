@@ -65,6 +65,8 @@ struct Pipelines {
     /// Per sweep (solve, relax, restitution), the whole pass in one workgroup
     /// (`SolverSettings::gpu_fused_sweeps`); none without it.
     fused: Option<[wgpu::ComputePipeline; 3]>,
+    /// The coloring's phases and rounds in one workgroup, with the fused sweeps.
+    color_fused: Option<wgpu::ComputePipeline>,
 }
 
 /// A manifold pass, as in the CPU path.
@@ -437,6 +439,16 @@ impl GpuContacts {
             ],
             jacobi_gather: v("jacobi_gather"),
             manifold_stats: v("manifold_stats"),
+            color_fused: fused_size.map(|size| {
+                kernels::pipeline_with(
+                    device,
+                    modules,
+                    &[&manifold_layout],
+                    "manifolds",
+                    "color_fused",
+                    &[("FUSED_SIZE", f64::from(size))],
+                )
+            }),
             fused: fused_size.map(|size| {
                 let constants = [prepared_passes[0], ("FUSED_SIZE", f64::from(size))];
                 ["solve_fused", "relax_fused", "restitution_fused"].map(|entry| {
@@ -546,7 +558,9 @@ impl GpuContacts {
         pass.set_bind_group(0, group, &[0]);
         self.dispatch(pass, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
         self.dispatch(pass, "adjacency_sort", &p.adjacency_sort, self.body_grid);
-        if self.rounds > 0 {
+        if let Some(fused) = p.color_fused.as_ref().filter(|_| self.rounds > 0) {
+            self.dispatch(pass, "color_fused", fused, (1, 1));
+        } else if self.rounds > 0 {
             self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
             self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
             self.dispatch(pass, "color_descend", &p.color_descend, self.manifold_grid);
@@ -576,7 +590,11 @@ impl GpuContacts {
         } else {
             Radix::dispatches(self.cell_passes) + 3 + scan + 1 + Radix::dispatches(self.pair_passes)
         };
-        let coloring = if self.rounds > 0 { 4 + 3 * self.rounds } else { 0 };
+        let coloring = match (self.rounds, self.pipelines.color_fused.is_some()) {
+            (0, _) => 0,
+            (_, true) => 1,
+            (rounds, false) => 4 + 3 * rounds,
+        };
         2 + pairs + (2 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
     }
 
