@@ -652,7 +652,7 @@ pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, s
 }
 
 /// `ragdolls`: `count` ragdolls of eleven bodies each (a pelvis, a chest, a head, upper arms
-/// and forearms, thighs and shins: 36 kg in boxes, a sphere and capsules), standing in a
+/// and forearms, thighs and shins: 57 kg in boxes, a sphere and capsules), standing in a
 /// T-pose in rows of eight above a flight of ten static steps (each 0.3 m high and 0.6 m
 /// deep, going down towards +z, 16 m wide, on a ground plane), each turning its own way. Their joints: ball joints with cones and twist limits at the spine, the neck, the
 /// shoulders and the hips, and limited hinges at the elbows (bending forwards) and the knees

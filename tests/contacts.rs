@@ -247,20 +247,7 @@ fn free_collisions_conserve_momentum_and_never_gain_energy() {
                     .unwrap(),
             );
         }
-        let momentum = |s: &mut dyn Solver| {
-            let states = s.body_states().unwrap();
-            let (mut p, mut l) = (Vec3::ZERO, Vec3::ZERO);
-            for h in &handles {
-                let mp = world.mass_properties(*h).unwrap();
-                let st = states[h.index()];
-                let r = glam::Mat3::from_quat(st.orientation);
-                let com = st.position + st.orientation * mp.local_center_of_mass;
-                p += mp.mass * st.linear_velocity;
-                l += com.cross(mp.mass * st.linear_velocity)
-                    + r * mp.local_inertia() * r.transpose() * st.angular_velocity;
-            }
-            (p, l)
-        };
+        let momentum = |s: &mut dyn Solver| common::momentum(&world, &handles, &s.body_states().unwrap());
         for mut solver in common::solvers(&world) {
             let name = solver.backend();
             let (p0, l0) = momentum(solver.as_mut());

@@ -840,36 +840,33 @@ fn cpu_and_gpu_prepare_the_same_records() {
 #[test]
 fn gpu_passes_prepared_or_computed_agree() {
     let Some(ctx) = common::gpu() else { return };
-    let world = |prepared: bool| {
-        let mut desc = signorini::scenes::bench_desc();
-        desc.solver.max_colors = 3;
-        desc.solver.gpu_prepared_passes = prepared;
-        box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |i| if i % 3 == 0 { 0.5 } else { 0.0 })
-    };
     let steps = if ctx.adapter().software { 40 } else { 3 };
     let run = |prepared: bool| {
-        let mut gpu = GpuSolver::new(ctx, &world(prepared)).unwrap();
+        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(false, prepared)).unwrap();
         gpu.step_many(steps);
         let stats = gpu.stats().unwrap();
         (gpu.body_states().unwrap(), stats)
     };
     let ((a, stats), (b, _)) = (run(true), run(false));
     assert!(stats.overflow > 100 && stats.contacts > 1000, "overflow {}, contacts {}", stats.overflow, stats.contacts);
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        if ctx.adapter().software {
-            assert_eq!(x, y, "body {i}");
-        } else {
-            let (dp, dv) = (x.position.distance(y.position), x.linear_velocity.distance(y.linear_velocity));
-            assert!(dp < 1e-5 && dv < 1e-4, "body {i}: {dp} m, {dv} m/s apart");
-        }
-    }
+    common::assert_gpu_runs_agree(ctx, &a, &b, "prepared or computed", 1e-5, 1e-4);
+}
+
+/// The pass variants' test scene: 400 boxes, every third bouncy, piling in columns on a ground
+/// box with only three colors, so that a third of the manifolds go to the Jacobi overflow;
+/// with the GPU's sweeps fused or not and its passes reading prepared records or not.
+fn overflowing_pile(fused: bool, prepared: bool) -> World {
+    let mut desc = signorini::scenes::bench_desc();
+    desc.solver.max_colors = 3;
+    desc.solver.gpu_fused_sweeps = fused;
+    desc.solver.gpu_prepared_passes = prepared;
+    box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |i| if i % 3 == 0 { 0.5 } else { 0.0 })
 }
 
 /// `SolverSettings::gpu_fused_sweeps` changes how the GPU's manifold passes and coloring are
 /// dispatched, not what they compute: 20 steps of 400 boxes, some bouncy, piling on a ground
 /// box with only three colors (so that the Jacobi overflow and its gather run in every pass),
-/// each pass as one
-/// workgroup's dispatch or as a dispatch per color, end in the same bits, with the passes
+/// each pass as one workgroup's dispatch or as a dispatch per color, end in the same bits, with the passes
 /// computing their words and reading them prepared (where a hardware compiler contracts the
 /// same arithmetic alike in both kernels, the same bits are expected there too; the first three
 /// steps are compared within 1e-5 m and 1e-4 m/s). The fused world records 4 fewer dispatches
@@ -878,16 +875,9 @@ fn gpu_passes_prepared_or_computed_agree() {
 #[test]
 fn gpu_passes_fused_or_per_color_agree() {
     let Some(ctx) = common::gpu() else { return };
-    let world = |fused: bool, prepared: bool| {
-        let mut desc = signorini::scenes::bench_desc();
-        desc.solver.max_colors = 3;
-        desc.solver.gpu_fused_sweeps = fused;
-        desc.solver.gpu_prepared_passes = prepared;
-        box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |i| if i % 3 == 0 { 0.5 } else { 0.0 })
-    };
     let steps = if ctx.adapter().software { 20 } else { 3 };
     let run = |fused: bool, prepared: bool| {
-        let mut gpu = GpuSolver::new(ctx, &world(fused, prepared)).unwrap();
+        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(fused, prepared)).unwrap();
         let dispatches = gpu.dispatches_per_step();
         gpu.step_many(steps);
         let stats = gpu.stats().unwrap();
@@ -901,18 +891,11 @@ fn gpu_passes_fused_or_per_color_agree() {
             stats.overflow,
             stats.contacts
         );
-        let s = world(false, prepared).desc().solver;
+        let s = overflowing_pile(false, prepared).desc().solver;
         let passes = s.substeps * (s.iterations + s.relax_iterations) + 1;
         // And the coloring's 4 phases and 3 a round become one.
         let coloring = 4 + 3 * s.coloring_rounds - 1;
         assert_eq!(dispatches - fused_dispatches, passes * (s.max_colors + 2 - 1) + coloring);
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            if ctx.adapter().software {
-                assert_eq!(x, y, "prepared {prepared}: body {i}");
-            } else {
-                let (dp, dv) = (x.position.distance(y.position), x.linear_velocity.distance(y.linear_velocity));
-                assert!(dp < 1e-5 && dv < 1e-4, "prepared {prepared}: body {i}: {dp} m, {dv} m/s apart");
-            }
-        }
+        common::assert_gpu_runs_agree(ctx, &a, &b, &format!("fused or not, prepared {prepared}"), 1e-5, 1e-4);
     }
 }

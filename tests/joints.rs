@@ -907,18 +907,7 @@ fn a_floating_limbed_body_conserves_momentum() {
             hinges.push(world.add_joint(hinge).unwrap());
         }
     }
-    let momentum = |states: &[BodyState]| {
-        let (mut p, mut l) = (Vec3::ZERO, Vec3::ZERO);
-        for &h in &parts {
-            let mp = world.mass_properties(h).unwrap();
-            let s = states[h.index()];
-            let r = glam::Mat3::from_quat(s.orientation);
-            let com = s.position + s.orientation * mp.local_center_of_mass;
-            p += mp.mass * s.linear_velocity;
-            l += com.cross(mp.mass * s.linear_velocity) + r * mp.local_inertia() * r.transpose() * s.angular_velocity;
-        }
-        (p, l)
-    };
+    let momentum = |states: &[BodyState]| common::momentum(&world, &parts, states);
     let total_mass: f32 = parts.iter().map(|&h| world.mass_properties(h).unwrap().mass).sum();
     for mut solver in common::solvers(&world) {
         let name = solver.backend();
@@ -1463,13 +1452,7 @@ fn cpu_and_gpu_agree_on_jointed_bodies() {
     let s = &world.desc().solver;
     assert!(saved >= s.substeps * (s.iterations + s.relax_iterations) * (s.max_colors + 1), "{saved} dispatches fewer");
     fused.step_many(120);
-    for (i, (x, y)) in fused.body_states().unwrap().iter().zip(&g).enumerate() {
-        if ctx.adapter().software {
-            assert_eq!(x, y, "fused sweeps: body {i}");
-        } else {
-            assert!(x.position.distance(y.position) < 1e-4, "fused sweeps: body {i}: {x:?} against {y:?}");
-        }
-    }
+    common::assert_gpu_runs_agree(ctx, &fused.body_states().unwrap(), &g, "fused sweeps", 1e-4, f32::INFINITY);
 }
 
 /// A 3 m box on the floor with a small box welded where they overlap by 20 cm, beside a row

@@ -63,3 +63,41 @@ pub fn kicked_ensemble(world: &World) -> Vec<CpuSolver> {
         })
         .collect()
 }
+
+/// The linear momentum (kg m/s) and the angular momentum about the origin (kg m²/s) of `bodies`
+/// of `world` in `states`.
+pub fn momentum(world: &World, bodies: &[BodyHandle], states: &[BodyState]) -> (Vec3, Vec3) {
+    let (mut p, mut l) = (Vec3::ZERO, Vec3::ZERO);
+    for &h in bodies {
+        let mp = world.mass_properties(h).unwrap();
+        let s = states[h.index()];
+        let r = glam::Mat3::from_quat(s.orientation);
+        let com = s.position + s.orientation * mp.local_center_of_mass;
+        p += mp.mass * s.linear_velocity;
+        l += com.cross(mp.mass * s.linear_velocity) + r * mp.local_inertia() * r.transpose() * s.angular_velocity;
+    }
+    (p, l)
+}
+
+/// Two GPU runs that should end alike: the same bits on a software adapter (where both
+/// pipelines round alike), and on a hardware one, whose compiler may contract the same
+/// arithmetic differently in two kernels, positions within `position` m and linear velocities
+/// within `velocity` m/s. `what` names the comparison.
+pub fn assert_gpu_runs_agree(
+    ctx: &GpuContext,
+    a: &[BodyState],
+    b: &[BodyState],
+    what: &str,
+    position: f32,
+    velocity: f32,
+) {
+    assert_eq!(a.len(), b.len(), "{what}: body counts");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if ctx.adapter().software {
+            assert_eq!(x, y, "{what}: body {i}");
+        } else {
+            let (dp, dv) = (x.position.distance(y.position), x.linear_velocity.distance(y.linear_velocity));
+            assert!(dp < position && dv < velocity, "{what}: body {i}: {dp} m, {dv} m/s apart");
+        }
+    }
+}
