@@ -1096,7 +1096,9 @@ fn pack_joints(world: &World, bodies: &[GpuBody]) -> (Vec<GpuJoint>, Vec<u32>, V
             },
         ));
     }
-    colored.sort_by_key(|&(color, _, _)| color);
+    // Color by color; within a color, the joints of one kind side by side, for the CPU's
+    // lanes (the order within a color changes no result: its joints share no dynamic body).
+    colored.sort_by_key(|&(color, _, ref j)| (color, j.linear, j.angular, j.flags));
     let mut starts = Vec::new();
     for (i, &(color, _, _)) in colored.iter().enumerate() {
         if i == 0 || colored[i - 1].0 != color {
@@ -1186,8 +1188,8 @@ mod tests {
     use super::*;
     use crate::{JointDesc, RigidBodyDesc, Shape, WorldDesc};
 
-    /// The joint coloring: no two joints of a color share a dynamic body, joints on a static
-    /// body share colors, a body in more than 64 joints (a word of colors) takes colors past
+    /// The joint coloring: no two joints of a color share a dynamic body, and those of one kind
+    /// stand side by side; joints on a static body share colors, a body in more than 64 joints (a word of colors) takes colors past
     /// the first word, and each joint's frames put its anchor on both bodies.
     #[test]
     fn joint_colors_share_no_dynamic_body() {
@@ -1220,7 +1222,15 @@ mod tests {
                     }
                 }
             }
+            // The joints of one kind side by side (for the CPU's lanes).
+            let color = &joints[range[0] as usize..range[1] as usize];
+            assert!(color.is_sorted_by_key(|j| (j.linear, j.angular, j.flags)), "color from {}", range[0]);
         }
+        let mixed = |r: &[u32]| {
+            let color = &joints[r[0] as usize..r[1] as usize];
+            color.iter().any(|j| (j.angular, j.flags) != (color[0].angular, color[0].flags))
+        };
+        assert!(colors.windows(2).any(mixed), "no color holds joints of two kinds");
         // The hub's 70 joints take 70 colors; the spokes' chain and the ground's welds fit in
         // those (each spoke is in at most four joints).
         assert_eq!(colors.len() - 1, 70);

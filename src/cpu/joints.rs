@@ -21,7 +21,7 @@ use glam::{Mat3, Quat, Vec3};
 use rayon::prelude::*;
 
 use super::contacts::{PARALLEL_RUN, Shared};
-use super::lanes::{self, Simd};
+use super::lanes::{self, JointKind, Simd};
 use crate::layout::{
     GpuBody, GpuJoint, GpuJointBreak, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
     JOINT_ANGULAR_TWO_AXES, JOINT_BROKEN, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR,
@@ -62,10 +62,46 @@ fn store(b: &mut GpuBody, s: &Side) {
 }
 
 /// Once a step, before the substeps: each joint's centres' offset, and its impulses scaled by
-/// the warm start (zero without warm starting).
-pub(crate) fn prepare(p: &StepParams, joints: &mut [GpuJoint], bodies: &[GpuBody]) {
-    for j in joints {
+/// the warm start (zero without warm starting); and the runs of one kind in each color of
+/// `colors` ([`kind_runs`]), into `runs`.
+pub(crate) fn prepare(
+    p: &StepParams,
+    joints: &mut [GpuJoint],
+    colors: &[u32],
+    bodies: &[GpuBody],
+    runs: &mut Vec<KindRun>,
+) {
+    for j in joints.iter_mut() {
         prepare_joint(p, j, bodies);
+    }
+    kind_runs(joints, colors, runs);
+}
+
+/// Joints `start..end`, of one color and of one [`JointKind`] (`None`: of one kind the lanes
+/// do not take).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct KindRun {
+    start: u32,
+    end: u32,
+    kind: Option<JointKind>,
+}
+
+/// The runs of joints of one kind (the same angular and linear parts and flags) in each color
+/// of `colors`, in order, into `runs` (cleared first; it holds at most a run per joint and
+/// color, so a `runs` of that capacity never grows). A joint's kind changes only when it
+/// breaks, at the start of a step, so the runs are found once a step, in [`prepare`].
+pub(crate) fn kind_runs(joints: &[GpuJoint], colors: &[u32], runs: &mut Vec<KindRun>) {
+    runs.clear();
+    let key = |j: &GpuJoint| (j.linear, j.angular, j.flags);
+    for range in colors.windows(2) {
+        let mut start = range[0];
+        for i in range[0]..range[1] {
+            let last = i + 1 == range[1];
+            if last || key(&joints[i as usize + 1]) != key(&joints[start as usize]) {
+                runs.push(KindRun { start, end: i + 1, kind: JointKind::of(&joints[start as usize]) });
+                start = i + 1;
+            }
+        }
     }
 }
 
@@ -157,33 +193,29 @@ fn acting_angular(j: &GpuJoint, a: &Side, b: &Side) -> Vec3 {
 /// are now, color by color.
 pub(crate) fn warm_start(
     joints: &mut [GpuJoint],
-    colors: &[u32],
+    runs: &[KindRun],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
     run: Run,
 ) {
     by_color(
         joints,
-        colors,
+        runs,
         bodies,
         solver_bodies,
         run,
         &|j, a, b| warm_start_joint(j, a, b),
-        &|joints, pairs, simd| lanes::warm_start_balls(simd, joints, pairs, solver_bodies),
+        &|kind, joints, pairs, simd| lanes::warm_start_joints(simd, kind, joints, pairs, solver_bodies),
     );
 }
 
-/// How the joints of a color run: on the worker threads (`parallel`), and with ball joints
-/// several at once in the SIMD lanes that `lanes` allows (the same bits as one at a time).
+/// How the joints of a color run: on the worker threads (`parallel`), and with the kinds of
+/// [`JointKind`] several at once in the SIMD lanes that `lanes` allows (the same bits as one
+/// at a time).
 #[derive(Clone, Copy)]
 pub(crate) struct Run {
     pub(crate) parallel: bool,
     pub(crate) lanes: Option<Simd>,
-}
-
-/// Whether a joint is a ball joint without a cone (and unbroken), which the lane code takes.
-fn is_ball(j: &GpuJoint) -> bool {
-    j.linear == JOINT_LINEAR_POINT && j.angular == JOINT_ANGULAR_FREE && j.flags == 0
 }
 
 /// Writes a copy of body `i`'s velocities back, for a body that moves under impulses (the
@@ -211,18 +243,19 @@ unsafe fn store_side(bodies: &Shared<GpuBody>, i: usize, read: &GpuBody, s: &Sid
     }
 }
 
-/// A pass over a full run of ball joints in lanes: the joints, copies of their bodies (A, B)
-/// and the lanes to use.
-type LanesFn<'a> = dyn Fn(&mut [GpuJoint], &mut [[GpuBody; 2]], Simd) + Sync + 'a;
+/// A pass over a full run of joints of one kind in lanes: the kind, the joints, copies of
+/// their bodies (A, B) and the lanes to use.
+type LanesFn<'a> = dyn Fn(JointKind, &mut [GpuJoint], &mut [[GpuBody; 2]], Simd) + Sync + 'a;
 
-/// Runs `f` on every joint with its two sides, color by color, and writes the sides' velocities
-/// back; with `run.lanes`, `lanes_f` instead on each full run of that many ball joints, with
-/// copies of their bodies (A, B), whose velocities it updates. The joints of a color share no
-/// dynamic body, so with `run.parallel` a color's joints run on the worker threads, with the
-/// same results as in order.
+/// Runs `f` on every joint with its two sides, color by color (`runs`, the [`kind_runs`] of
+/// the colors), and writes the sides' velocities back; with `run.lanes`, `lanes_f` instead on
+/// each full chunk of that many joints of a run of one [`JointKind`] (the joints of a color
+/// are ordered by kind, `layout::pack_joints`), with copies of their bodies (A, B), whose
+/// velocities it updates. The joints of a color share no dynamic body, so with `run.parallel`
+/// a run's joints run on the worker threads, with the same results as in order.
 fn by_color(
     joints: &mut [GpuJoint],
-    colors: &[u32],
+    runs: &[KindRun],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
     run: Run,
@@ -246,15 +279,16 @@ fn by_color(
         }
     };
     let width = run.lanes.map_or(1, |simd| simd.widest() as usize);
-    let chunk = |c: &mut [GpuJoint]| match run.lanes {
-        Some(simd) if c.len() == width && c.iter().all(is_ball) => {
+    // A chunk of joints of kind `kind` (`None`: joints the lanes do not take).
+    let chunk = |kind: Option<JointKind>, c: &mut [GpuJoint]| match (run.lanes, kind) {
+        (Some(simd), Some(kind)) if c.len() == width => {
             let mut pairs = [[GpuBody::zeroed(); 2]; 16];
             for (pair, j) in pairs.iter_mut().zip(c.iter()) {
                 let (ia, ib) = (j.body_a as usize, j.body_b as usize);
                 // SAFETY: as in `one`.
                 *pair = unsafe { [shared.slice(ia..ia + 1)[0], shared.slice(ib..ib + 1)[0]] };
             }
-            lanes_f(c, &mut pairs[..width], simd);
+            lanes_f(kind, c, &mut pairs[..width], simd);
             for (pair, j) in pairs.iter().zip(c.iter()) {
                 // SAFETY: as in `one`.
                 unsafe {
@@ -265,12 +299,15 @@ fn by_color(
         }
         _ => c.iter_mut().for_each(one),
     };
-    for range in colors.windows(2) {
-        let color = &mut joints[range[0] as usize..range[1] as usize];
-        if run.parallel && color.len() >= 2 * PARALLEL_RUN {
-            color.par_chunks_mut(width).with_min_len(PARALLEL_RUN.div_ceil(width)).for_each(chunk);
+    for &KindRun { start, end, kind } in runs {
+        let run_of_kind = &mut joints[start as usize..end as usize];
+        let chunk = |c: &mut [GpuJoint]| chunk(kind, c);
+        // A joint in lanes is a few times cheaper than one alone, so a task takes more.
+        let task = if kind.is_some() && run.lanes.is_some() { 4 * PARALLEL_RUN } else { PARALLEL_RUN };
+        if run.parallel && run_of_kind.len() >= 2 * task {
+            run_of_kind.par_chunks_mut(width).with_min_len(task.div_ceil(width)).for_each(chunk);
         } else {
-            color.chunks_mut(width).for_each(chunk);
+            run_of_kind.chunks_mut(width).for_each(chunk);
         }
     }
 }
@@ -341,7 +378,7 @@ fn warm_start_joint(j: &mut GpuJoint, a: &mut Side, b: &mut Side) {
 pub(crate) fn solve(
     p: &StepParams,
     joints: &mut [GpuJoint],
-    colors: &[u32],
+    runs: &[KindRun],
     bodies: &mut [GpuBody],
     solver_bodies: &[GpuSolverBody],
     run: Run,
@@ -349,12 +386,12 @@ pub(crate) fn solve(
 ) {
     by_color(
         joints,
-        colors,
+        runs,
         bodies,
         solver_bodies,
         run,
         &|j, a, b| solve_joint(p, j, a, b, use_bias),
-        &|joints, pairs, simd| lanes::solve_balls(simd, p, joints, pairs, solver_bodies, use_bias),
+        &|kind, joints, pairs, simd| lanes::solve_joints(simd, kind, p, joints, pairs, solver_bodies, use_bias),
     );
 }
 
@@ -671,11 +708,11 @@ mod tests {
     fn preparing_without_warm_starting_clears_every_impulse() {
         let (mut joint, bodies) = loaded_joint();
         let p = StepParams { warm_start_scale: 0.0, ..StepParams::default() };
-        prepare(&p, std::slice::from_mut(&mut joint), &bodies);
+        prepare(&p, std::slice::from_mut(&mut joint), &[0, 1], &bodies, &mut Vec::new());
         assert_eq!(impulses(&joint), (Vec3::ZERO, Vec3::ZERO, [0.0; 4]));
         let (mut joint, bodies) = loaded_joint();
         let p = StepParams { warm_start_scale: 0.5, ..StepParams::default() };
-        prepare(&p, std::slice::from_mut(&mut joint), &bodies);
+        prepare(&p, std::slice::from_mut(&mut joint), &[0, 1], &bodies, &mut Vec::new());
         assert_eq!(impulses(&joint), (Vec3::splat(0.5), Vec3::splat(0.5), [0.5; 4]));
     }
 
@@ -742,49 +779,97 @@ mod tests {
             .unzip()
     }
 
-    /// A ball joint between `a` and `b` (or, with `plane`, a point-on-plane joint) with
-    /// random anchors (B's at its centre for every third B), offset and impulses.
-    fn joint(a: usize, b: usize, plane: bool, r: &mut Numbers) -> GpuJoint {
+    /// The kinds of joint the tests build: those the lanes take, and two they do not.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Built {
+        Ball,
+        Plane,
+        Cone,
+        ConeTwist,
+        Hinge,
+        LimitedHinge,
+        MotorHinge,
+    }
+
+    /// A joint of kind `kind` between `a` and `b` with random anchors (B's at its centre for
+    /// every third B), axes, reference directions, limits, offset and impulses; for every fifth
+    /// coned joint, B's axis set opposite A's in `bodies` (where the twist is undefined and the
+    /// cone pushes about a direction across A's axis).
+    fn joint(a: usize, b: usize, kind: Built, bodies: &[GpuBody], r: &mut Numbers) -> GpuJoint {
+        let (angular, flags) = match kind {
+            Built::Ball | Built::Plane => (JOINT_ANGULAR_FREE, 0),
+            Built::Cone => (JOINT_ANGULAR_FREE, JOINT_LIMITED),
+            Built::ConeTwist => (JOINT_ANGULAR_FREE, JOINT_LIMITED | JOINT_TWIST),
+            Built::Hinge => (JOINT_ANGULAR_HINGE, 0),
+            Built::LimitedHinge => (JOINT_ANGULAR_HINGE, JOINT_LIMITED),
+            Built::MotorHinge => (JOINT_ANGULAR_HINGE, JOINT_LIMITED | JOINT_MOTOR),
+        };
+        let unit = |r: &mut Numbers| (r.vec3() + Vec3::new(0.0, 0.0, 1.5)).normalize();
+        let axis_a = unit(r);
+        let opposite = flags & JOINT_LIMITED != 0 && angular == JOINT_ANGULAR_FREE && r.next() > 0.6;
+        let axis_b = if opposite {
+            let (qa, qb) = (bodies[a].orientation, bodies[b].orientation);
+            crate::math::rotate_inv(qb, -rotate(qa, axis_a))
+        } else {
+            unit(r)
+        };
+        let across = |axis: Vec3, r: &mut Numbers| (r.vec3() - axis * axis.dot(r.vec3())).normalize();
         GpuJoint {
             body_a: a as u32,
             body_b: b as u32,
-            angular: JOINT_ANGULAR_FREE,
-            linear: if plane { JOINT_LINEAR_PLANE } else { JOINT_LINEAR_POINT },
+            angular,
+            linear: if kind == Built::Plane { JOINT_LINEAR_PLANE } else { JOINT_LINEAR_POINT },
+            flags,
             local_anchor_a: r.vec3() * 0.5,
             // Anchors at B's centre leave B's angular velocity to the `+ I_b 0` alone.
             local_anchor_b: if b.is_multiple_of(3) { Vec3::ZERO } else { r.vec3() * 0.5 },
             local_linear_axis_a: Vec3::Y,
+            local_axis_a: axis_a,
+            local_axis_b: axis_b,
+            local_ref_a: across(axis_a, r),
+            local_ref_b: across(axis_b, r),
+            lower: -0.8 * r.next().abs(),
+            upper: if angular == JOINT_ANGULAR_FREE { 0.2 + 1.2 * r.next().abs() } else { 0.8 * r.next().abs() },
+            motor_speed: r.next(),
+            max_motor_effort: 50.0,
             delta_center: r.vec3(),
             linear_impulse: r.vec3() * 0.1,
             angular_impulse: r.vec3() * 0.01,
-            upper_impulse: r.next(),
-            motor_impulse: r.next(),
+            lower_impulse: 0.05 * r.next().abs(),
+            upper_impulse: 0.05 * r.next().abs(),
+            motor_impulse: 0.05 * r.next(),
+            twist_upper_impulse: 0.05 * r.next().abs(),
             ..GpuJoint::zeroed()
         }
     }
 
-    /// Colors of joints that share no dynamic body: a run of pairs, a run of static anchors
-    /// (each static body shared by many joints), and a color with a joint of another kind
-    /// among ball joints; with runs of each length up to past the widest lanes.
-    fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, usize) {
+    /// Colors of joints that share no dynamic body, of the bodies `bodies(n, ..)` makes: a run
+    /// of pairs of each length up to past the widest lanes, of every kind in runs of 17 and
+    /// (in the last) one at a time; a run of static anchors (each static body shared by many
+    /// joints); and a color with a joint of another kind among ball joints.
+    fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, Vec<GpuBody>, Vec<GpuSolverBody>) {
+        use Built::*;
+        let kinds = [Ball, Cone, ConeTwist, Hinge, LimitedHinge, MotorHinge, Plane];
         let n = 4 + 2 * 130;
+        let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
-        for count in [1, 3, 4, 7, 8, 16, 17, 33, 130] {
+        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 130, 130, 130].into_iter().enumerate() {
             for k in 0..count {
-                joints.push(joint(4 + 2 * k, 5 + 2 * k, false, r));
+                let kind = if c == 10 { kinds[k % 7] } else { kinds[(k / 17 + c) % 6] };
+                joints.push(joint(4 + 2 * k, 5 + 2 * k, kind, &bodies, r));
             }
             colors.push(joints.len() as u32);
         }
         for k in 0..40 {
-            joints.push(joint(k % 4, 4 + k, false, r));
+            joints.push(joint(k % 4, 4 + k, kinds[k / 17], &bodies, r));
         }
         colors.push(joints.len() as u32);
         for k in 0..40 {
-            joints.push(joint(5 + 2 * k, 4 + 2 * k, k == 9, r));
+            joints.push(joint(5 + 2 * k, 4 + 2 * k, if k == 9 { Plane } else { Ball }, &bodies, r));
         }
         colors.push(joints.len() as u32);
-        (joints, colors, n)
+        (joints, colors, bodies, solver_bodies)
     }
 
     fn params() -> StepParams {
@@ -803,19 +888,28 @@ mod tests {
         (bytemuck::cast_slice::<GpuBody, u32>(bodies).to_vec(), bytemuck::cast_slice::<GpuJoint, u32>(joints).to_vec())
     }
 
-    /// The warm start, a biased and a relax sweep give the same bits with ball joints in
-    /// lanes of every width (in order and on the threads) as one joint at a time.
+    /// The warm start, a biased and a relax sweep give the same bits with joints of every
+    /// kind the lanes take in lanes of every width (in order and on the threads) as one joint
+    /// at a time.
     #[test]
-    fn ball_joints_in_lanes_match_one_at_a_time() {
+    fn joints_in_lanes_match_one_at_a_time() {
         let mut r = Numbers(7);
-        let (joints, colors, n) = scene(&mut r);
-        let (bodies, solver_bodies) = bodies(n, &mut r);
+        let (joints, colors, bodies, solver_bodies) = scene(&mut r);
+        let mut runs = Vec::new();
+        kind_runs(&joints, &colors, &mut runs);
+        // Every kind the lanes take has a run of 17 in some color, and no run crosses a color.
+        for kind in [JointKind::Ball, JointKind::Cone, JointKind::ConeTwist, JointKind::Hinge, JointKind::LimitedHinge]
+        {
+            assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");
+        }
+        assert!(runs.iter().all(|r| colors.iter().all(|&c| c <= r.start || c >= r.end)));
+        assert!(runs.windows(2).all(|w| w[0].end == w[1].start) && runs.last().unwrap().end == *colors.last().unwrap());
         let p = params();
         let sweep = |run: Run| {
             let (mut joints, mut bodies) = (joints.clone(), bodies.clone());
-            warm_start(&mut joints, &colors, &mut bodies, &solver_bodies, run);
-            solve(&p, &mut joints, &colors, &mut bodies, &solver_bodies, run, true);
-            solve(&p, &mut joints, &colors, &mut bodies, &solver_bodies, run, false);
+            warm_start(&mut joints, &runs, &mut bodies, &solver_bodies, run);
+            solve(&p, &mut joints, &runs, &mut bodies, &solver_bodies, run, true);
+            solve(&p, &mut joints, &runs, &mut bodies, &solver_bodies, run, false);
             bits(&bodies, &joints)
         };
         let expected = sweep(Run { parallel: false, lanes: None });

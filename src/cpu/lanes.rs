@@ -9,7 +9,8 @@
 //! ([`warm_terms4`], [`warm_terms8`], [`warm_terms16`]), the bodies' world inverse inertia
 //! ([`world_inertia4`], [`world_inertia8`]), the velocity integration ([`integrate4`],
 //! [`integrate8`]) and a polytope's world points and planes ([`polytope_world`]). A color's
-//! ball joints go through the warm start and the sweeps in [`ball_joints`], up to sixteen at once. Each lane does exactly the arithmetic of the one-at-a-time code, in the
+//! ball joints (plain, coned, or coned and twist-limited) and hinges (free or limited) go
+//! through the warm start and the sweeps in [`joints`], up to sixteen of one kind at once. Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
 //! those of the one-at-a-time code, whatever the width, so a run gives the same bits on a
 //! machine with AVX and on one without.
@@ -42,8 +43,8 @@ use crate::layout::{GpuBody, GpuBodyProps, GpuSolverBody, KIND_DYNAMIC, KIND_STA
 use crate::math::rotate;
 use crate::world::CpuLanes;
 
-mod ball_joints;
-pub(super) use ball_joints::{solve_balls, warm_start_balls};
+mod joints;
+pub(super) use joints::{Kind as JointKind, solve_joints, warm_start_joints};
 
 /// A vector of `N` `f32` lanes with IEEE arithmetic lane by lane (the same bits as scalar
 /// code), comparisons to masks, and selects.
@@ -63,6 +64,8 @@ trait Lanes:
     fn min(self, o: Self) -> Self;
     fn max(self, o: Self) -> Self;
     fn sqrt(self) -> Self;
+    /// Clears the sign bit, as `f32::abs`.
+    fn abs(self) -> Self;
     fn gt(self, o: Self) -> Self::Mask;
     fn ge(self, o: Self) -> Self::Mask;
     fn lt(self, o: Self) -> Self::Mask;
@@ -118,6 +121,10 @@ impl Lanes for Vec4 {
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         Vec4::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        Vec4::abs(self)
     }
     #[inline(always)]
     fn gt(self, o: Self) -> BVec4A {
@@ -280,6 +287,10 @@ mod avx {
         #[inline(always)]
         fn sqrt(self) -> Self {
             unsafe { F8(_mm256_sqrt_ps(self.0)) }
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            unsafe { F8(_mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0)) }
         }
         // The predicates of SSE's `cmpgt`, `cmpge`, `cmplt`, `cmple`, `cmpeq` and `cmpneq`.
         #[inline(always)]
@@ -586,6 +597,12 @@ mod avx512 {
         #[inline(always)]
         fn sqrt(self) -> Self {
             unsafe { F16(_mm512_sqrt_ps(self.0)) }
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            unsafe {
+                F16(_mm512_castsi512_ps(_mm512_and_si512(_mm512_set1_epi32(i32::MAX), _mm512_castps_si512(self.0))))
+            }
         }
         // The predicates of SSE's `cmpgt`, `cmpge`, `cmplt`, `cmple`, `cmpeq` and `cmpneq`.
         compare!(gt: _CMP_GT_OS, ge: _CMP_GE_OS, lt: _CMP_LT_OS, le: _CMP_LE_OS, eq: _CMP_EQ_OQ, ne: _CMP_NEQ_UQ);

@@ -143,6 +143,9 @@ pub struct CpuSolver {
     joints: Vec<crate::layout::GpuJoint>,
     /// Where each joint color starts in `joints`, and one past the last.
     joint_colors: Vec<u32>,
+    /// The runs of one kind of joint in each color, found each step (room for one per joint,
+    /// so that finding them never allocates).
+    joint_runs: Vec<joints::KindRun>,
     /// The world's index of each of `joints`.
     joint_order: Vec<u32>,
     /// Each of `joints`' breaking loads and no-contact entries.
@@ -213,6 +216,7 @@ impl CpuSolver {
             pool,
             simd: lanes::Simd::new(world.desc().solver.cpu_lanes),
             bounces: world.bodies_can_bounce(),
+            joint_runs: Vec::with_capacity(joints.len()),
             joints,
             joint_colors,
             joint_order,
@@ -350,8 +354,8 @@ impl CpuSolver {
         }
         let run = self.joint_run();
         for _ in 0..times {
-            let (colors, bodies_out) = (&self.joint_colors, &mut self.bodies);
-            joints::solve(&self.params, &mut self.joints, colors, bodies_out, &self.solver_bodies, run, use_bias);
+            let (runs, bodies_out) = (&self.joint_runs, &mut self.bodies);
+            joints::solve(&self.params, &mut self.joints, runs, bodies_out, &self.solver_bodies, run, use_bias);
             if bodies {
                 self.manifold_passes(Pass::Solve(use_bias), 1);
             }
@@ -381,7 +385,7 @@ impl CpuSolver {
             laps.lap(&mut t.coloring);
             self.contacts_state = cs;
         }
-        joints::prepare(&p, &mut self.joints, &self.bodies);
+        joints::prepare(&p, &mut self.joints, &self.joint_colors, &self.bodies, &mut self.joint_runs);
         for _ in 0..p.substeps {
             laps.lap(&mut t.solve);
             stages::integrate_velocities(&mut self.buffers());
@@ -393,7 +397,7 @@ impl CpuSolver {
                 self.manifold_passes(Pass::WarmStart, 1);
             }
             let run = self.joint_run();
-            joints::warm_start(&mut self.joints, &self.joint_colors, &mut self.bodies, &self.solver_bodies, run);
+            joints::warm_start(&mut self.joints, &self.joint_runs, &mut self.bodies, &self.solver_bodies, run);
             // Without static colliders the static passes would leave every body as it is.
             if p.collider_count > 0 {
                 stages::solve_static(&mut self.buffers());
