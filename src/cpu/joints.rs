@@ -62,8 +62,8 @@ fn store(b: &mut GpuBody, s: &Side) {
 }
 
 /// Once a step, before the substeps: each joint's centres' offset, and its impulses scaled by
-/// the warm start (zero without warm starting); and the runs of one kind in each color of
-/// `colors` ([`kind_runs`]), into `runs`.
+/// the warm start (zero without warm starting); and, in the same pass, the runs of one kind
+/// in each color of `colors` ([`kind_runs`]), into `runs`.
 pub(crate) fn prepare(
     p: &StepParams,
     joints: &mut [GpuJoint],
@@ -71,10 +71,7 @@ pub(crate) fn prepare(
     bodies: &[GpuBody],
     runs: &mut Vec<KindRun>,
 ) {
-    for j in joints.iter_mut() {
-        prepare_joint(p, j, bodies);
-    }
-    kind_runs(joints, colors, runs);
+    kind_runs(joints, colors, runs, |j| prepare_joint(p, j, bodies));
 }
 
 /// Joints `start..end`, of one color and of one [`JointKind`] (`None`: of one kind the lanes
@@ -87,20 +84,29 @@ pub(crate) struct KindRun {
 }
 
 /// The runs of joints of one kind (the same angular and linear parts and flags) in each color
-/// of `colors`, in order, into `runs` (cleared first; it holds at most a run per joint and
-/// color, so a `runs` of that capacity never grows). A joint's kind changes only when it
-/// breaks, at the start of a step, so the runs are found once a step, in [`prepare`].
-pub(crate) fn kind_runs(joints: &[GpuJoint], colors: &[u32], runs: &mut Vec<KindRun>) {
+/// of `colors`, in order, into `runs` (cleared first; it holds at most a run per joint, so a
+/// `runs` of that capacity never grows), after `each` on each joint in turn. A joint's kind
+/// changes only when it breaks, at the start of a step, so the runs are found once a step, in
+/// [`prepare`]'s pass over the joints.
+pub(crate) fn kind_runs(
+    joints: &mut [GpuJoint],
+    colors: &[u32],
+    runs: &mut Vec<KindRun>,
+    mut each: impl FnMut(&mut GpuJoint),
+) {
     runs.clear();
     let key = |j: &GpuJoint| (j.linear, j.angular, j.flags);
     for range in colors.windows(2) {
         let mut start = range[0];
         for i in range[0]..range[1] {
-            let last = i + 1 == range[1];
-            if last || key(&joints[i as usize + 1]) != key(&joints[start as usize]) {
-                runs.push(KindRun { start, end: i + 1, kind: JointKind::of(&joints[start as usize]) });
-                start = i + 1;
+            each(&mut joints[i as usize]);
+            if key(&joints[i as usize]) != key(&joints[start as usize]) {
+                runs.push(KindRun { start, end: i, kind: JointKind::of(&joints[start as usize]) });
+                start = i;
             }
+        }
+        if start < range[1] {
+            runs.push(KindRun { start, end: range[1], kind: JointKind::of(&joints[start as usize]) });
         }
     }
 }
@@ -895,8 +901,8 @@ mod tests {
     fn joints_in_lanes_match_one_at_a_time() {
         let mut r = Numbers(7);
         let (joints, colors, bodies, solver_bodies) = scene(&mut r);
-        let mut runs = Vec::new();
-        kind_runs(&joints, &colors, &mut runs);
+        let (mut joints, mut runs) = (joints, Vec::new());
+        kind_runs(&mut joints, &colors, &mut runs, |_| {});
         // Every kind the lanes take has a run of 17 in some color, and no run crosses a color.
         for kind in [JointKind::Ball, JointKind::Cone, JointKind::ConeTwist, JointKind::Hinge, JointKind::LimitedHinge]
         {
