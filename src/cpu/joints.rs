@@ -12,8 +12,11 @@
 //! part. The position error is measured from the bodies' motion
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
-//! threads, is the GPU's parallel sweep of that color; runs of ball joints go through the same
-//! arithmetic several at once, in SIMD lanes (`lanes::ball_joints`), with the same bits.
+//! threads, is the GPU's parallel sweep of that color; runs of one kind of joint (plain, coned,
+//! or coned and twist-limited ball joints, free or limited hinges: `lanes::JointKind`) go
+//! through the same arithmetic several at once, in SIMD lanes (`lanes::joints`), with the same
+//! bits. Welds, sliders, universal joints, points on planes, motors and broken joints run one
+//! at a time.
 
 use bytemuck::Zeroable;
 use glam::{Mat3, Quat, Vec3};
