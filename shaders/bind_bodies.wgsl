@@ -17,3 +17,15 @@ fn is_dynamic(body: u32) -> bool {
 fn slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32) -> u32 {
     return pr.slot_offset + collider * sh.point_count + point;
 }
+
+// The slot of point `point`'s second contact against SDF collider `collider` (planes have none):
+// after every collider's first contacts, one block per SDF. Twin of `second_slot` in
+// src/cpu/stages.rs.
+fn second_slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32) -> u32 {
+    return pr.slot_offset + (params.collider_count + collider - params.plane_count) * sh.point_count + point;
+}
+
+// One past a body's last slot: a first contact per collider and point, a second per SDF.
+fn slot_end(pr: BodyProps, sh: Shape) -> u32 {
+    return pr.slot_offset + (2u * params.collider_count - params.plane_count) * sh.point_count;
+}

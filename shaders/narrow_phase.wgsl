@@ -1,5 +1,6 @@
 // Stage `narrow_phase`: every core point of a dynamic body against every static plane and SDF
-// collider (seed 000; an SDF's normal is its gradient at the point),
+// collider (seed 000; an SDF's normal is its gradient at the point, and a second surface of the
+// field near the point makes a second contact, `second_surface`),
 // speculative within `speculative_distance + max(0, -v_n) dt`; warm starting by slot. Twin of
 // `narrow_phase` in src/cpu/stages.rs.
 
@@ -30,64 +31,97 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
     for (var collider_index = 0u; collider_index < params.collider_count; collider_index++) {
         let collider = colliders[collider_index];
-        let friction = sqrt(pr.friction * collider.friction);
-        let restitution = max(pr.restitution, collider.restitution);
         for (var k = 0u; k < sh.point_count; k++) {
             let slot = slot_index(pr, sh, collider_index, k);
-            let old = contacts[slot];
             let core = rotate(b.orientation, geometry[sh.first_point + k].xyz);
-            var n = collider.normal;
-            var r = vec3<f32>(0.0);
-            var separation = 0.0;
             if collider.node_count == 0u {
-                r = core - n * sh.radius;
-                separation = dot3(n, b.position + r) - collider.offset;
-            } else {
-                let field = sdf_evaluate(collider.first_node, collider.node_count, b.position + core);
-                n = field.xyz;
-                r = core - n * sh.radius;
-                separation = field.w - sh.radius;
-            }
-            let vn = dot3(n, b.linear_velocity + cross3(b.angular_velocity, r));
-            let margin = params.speculative_distance + max(-vn, 0.0) * params.dt;
-            if separation >= margin {
-                // Most slots stay empty step after step: write only when one empties.
-                if old.in_contact != 0u {
-                    contacts[slot] = StaticContact();
-                }
+                let n = collider.normal;
+                let separation = dot3(n, b.position + (core - n * sh.radius)) - collider.offset;
+                write_contact(slot, pr, sh, b, inv_inertia, core, n, separation, collider);
                 continue;
             }
-            var warm = 0.0;
-            if old.in_contact == 1u {
-                warm = params.warm_start_scale;
+            // The field's gradient at the core point is the normal of the nearest surface.
+            let x = b.position + core;
+            let field = sdf_evaluate(collider.first_node, collider.node_count, x);
+            write_contact(slot, pr, sh, b, inv_inertia, core, field.xyz, field.w - sh.radius, collider);
+            // A second surface (a concave corner's other wall): see `second_surface`.
+            let core_velocity = b.linear_velocity + cross3(b.angular_velocity, core);
+            let speed = sqrt(dot3(core_velocity, core_velocity));
+            let reach = params.speculative_distance + speed * params.dt;
+            let second = second_slot_index(pr, sh, collider_index, k);
+            let other = second_surface(collider, x, field.w - sh.radius, field.xyz, reach);
+            if other.found {
+                write_contact(second, pr, sh, b, inv_inertia, core, other.normal, other.distance - sh.radius, collider);
+            } else if contacts[second].in_contact != 0u {
+                contacts[second] = StaticContact();
             }
-            let carried = carry_tangent_impulse(old.normal, n, vec2<f32>(old.tangent_impulse_1, old.tangent_impulse_2));
-            let rn = cross3(r, n);
-            let basis = tangent_basis(n);
-            let k_normal = b.inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
-            let rt1 = cross3(r, basis.t1);
-            let rt2 = cross3(r, basis.t2);
-            let k11 = b.inv_mass + dot3(rt1, mat3_mul(inv_inertia, rt1));
-            let k12 = dot3(rt1, mat3_mul(inv_inertia, rt2));
-            let k22 = b.inv_mass + dot3(rt2, mat3_mul(inv_inertia, rt2));
-            contacts[slot] = StaticContact(
-                r,
-                separation - dot3(n, core),
-                n,
-                1.0 / k_normal,
-                1.0 / largest_eigenvalue(k11, k12, k22),
-                0.0,
-                warm * old.normal_impulse,
-                warm * carried.x,
-                warm * carried.y,
-                0.0,
-                approach_velocity(vn, separation, dot3(n, params.gravity)),
-                friction,
-                restitution,
-                1u,
-                0u,
-                0u,
-            );
         }
     }
+}
+
+struct SecondSurface {
+    normal: vec3<f32>,
+    distance: f32,
+    found: bool,
+}
+
+// A second surface of an SDF collider near core point `x` (whose nearest surface has the normal
+// `n` at `separation`), from the field at `x` lifted along `n` by `reach - separation`: its
+// normal and the core point's distance to it. Twin of `second_surface` in src/cpu/stages.rs.
+fn second_surface(collider: Collider, x: vec3<f32>, separation: f32, n: vec3<f32>, reach: f32) -> SecondSurface {
+    if separation >= reach {
+        return SecondSurface(vec3<f32>(0.0), 0.0, false);
+    }
+    let lift = reach - separation;
+    let field = sdf_evaluate(collider.first_node, collider.node_count, x + n * lift);
+    let cos = dot3(field.xyz, n);
+    return SecondSurface(field.xyz, field.w - lift * cos, cos < SDF_SECOND_SURFACE_COS);
+}
+
+// A contact of core point `core` along the normal `n` at `separation` (from the point's support
+// `core - n radius`) in slot `slot`, or an empty slot beyond the margin. Twin of `contact` in
+// `narrow_phase` (src/cpu/stages.rs).
+fn write_contact(slot: u32, pr: BodyProps, sh: Shape, b: Body, inv_inertia: mat3x3<f32>, core: vec3<f32>, n: vec3<f32>, separation: f32, collider: Collider) {
+    let old = contacts[slot];
+    let r = core - n * sh.radius;
+    let vn = dot3(n, b.linear_velocity + cross3(b.angular_velocity, r));
+    let margin = params.speculative_distance + max(-vn, 0.0) * params.dt;
+    if separation >= margin {
+        // Most slots stay empty step after step: write only when one empties.
+        if old.in_contact != 0u {
+            contacts[slot] = StaticContact();
+        }
+        return;
+    }
+    var warm = 0.0;
+    if old.in_contact == 1u {
+        warm = params.warm_start_scale;
+    }
+    let carried = carry_tangent_impulse(old.normal, n, vec2<f32>(old.tangent_impulse_1, old.tangent_impulse_2));
+    let rn = cross3(r, n);
+    let basis = tangent_basis(n);
+    let k_normal = b.inv_mass + dot3(rn, mat3_mul(inv_inertia, rn));
+    let rt1 = cross3(r, basis.t1);
+    let rt2 = cross3(r, basis.t2);
+    let k11 = b.inv_mass + dot3(rt1, mat3_mul(inv_inertia, rt1));
+    let k12 = dot3(rt1, mat3_mul(inv_inertia, rt2));
+    let k22 = b.inv_mass + dot3(rt2, mat3_mul(inv_inertia, rt2));
+    contacts[slot] = StaticContact(
+        r,
+        separation - dot3(n, core),
+        n,
+        1.0 / k_normal,
+        1.0 / largest_eigenvalue(k11, k12, k22),
+        0.0,
+        warm * old.normal_impulse,
+        warm * carried.x,
+        warm * carried.y,
+        0.0,
+        approach_velocity(vn, separation, dot3(n, params.gravity)),
+        sqrt(pr.friction * collider.friction),
+        max(pr.restitution, collider.restitution),
+        1u,
+        0u,
+        0u,
+    );
 }

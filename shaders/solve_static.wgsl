@@ -130,6 +130,24 @@ fn common_normal(pr: BodyProps, sh: Shape, collider_index: u32) -> vec4<f32> {
     return vec4<f32>(n, select(0.0, 1.0, found));
 }
 
+// The normal impulse of the contact in `slot`, if it is active.
+fn normal_row(slot: u32, sh: Shape, sb: SolverBody, m: ptr<function, Motion>, use_bias: bool) {
+    let c = contacts[slot];
+    if c.in_contact == 0u {
+        return;
+    }
+    let n = c.normal;
+    let r = lever(sb, c, n, sh.radius);
+    let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
+    let vn = dot3(n, (*m).v + cross3((*m).w, r));
+    let impulse = -c.normal_mass * b.mass_scale * (vn + b.bias) - b.impulse_scale * c.normal_impulse;
+    let new_impulse = max(c.normal_impulse + impulse, 0.0);
+    let applied = new_impulse - c.normal_impulse;
+    contacts[slot].normal_impulse = new_impulse;
+    contacts[slot].max_normal_impulse = max(c.max_normal_impulse, applied);
+    apply_impulse(m, r, applied * n);
+}
+
 // One sweep: per collider the coarse correction (planes, and fields where the contacts share one
 // normal: it needs one), then every
 // normal impulse; then every friction impulse clamped to the disk |j_t| <= mu j_n. Twin of
@@ -149,25 +167,17 @@ fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
             }
         }
         for (var k = 0u; k < sh.point_count; k++) {
-            let slot = slot_index(pr, sh, collider_index, k);
-            let c = contacts[slot];
-            if c.in_contact == 0u {
-                continue;
+            normal_row(slot_index(pr, sh, collider_index, k), sh, sb, m, use_bias);
+        }
+        // A field's second contacts (`second_surface`), point by point.
+        if collider.node_count != 0u {
+            for (var k = 0u; k < sh.point_count; k++) {
+                normal_row(second_slot_index(pr, sh, collider_index, k), sh, sb, m, use_bias);
             }
-            let n = c.normal;
-            let r = lever(sb, c, n, sh.radius);
-            let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
-            let vn = dot3(n, (*m).v + cross3((*m).w, r));
-            let impulse = -c.normal_mass * b.mass_scale * (vn + b.bias) - b.impulse_scale * c.normal_impulse;
-            let new_impulse = max(c.normal_impulse + impulse, 0.0);
-            let applied = new_impulse - c.normal_impulse;
-            contacts[slot].normal_impulse = new_impulse;
-            contacts[slot].max_normal_impulse = max(c.max_normal_impulse, applied);
-            apply_impulse(m, r, applied * n);
         }
     }
-    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
-    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+    let end = slot_end(pr, sh);
+    for (var slot = pr.slot_offset; slot < end; slot++) {
         let c = contacts[slot];
         if c.in_contact == 0u {
             continue;
@@ -205,8 +215,8 @@ fn solve_static(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     let sb = solver_bodies[i];
     var m = load_motion(i);
     // Warm start with the accumulated impulses of the last substep (or step).
-    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
-    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+    let end = slot_end(pr, sh);
+    for (var slot = pr.slot_offset; slot < end; slot++) {
         let c = contacts[slot];
         if c.in_contact == 0u {
             continue;
@@ -248,8 +258,8 @@ fn restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let v_solved = m.v;
     let w_solved = m.w;
     var max_restitution = 0.0;
-    let slot_end = pr.slot_offset + params.collider_count * sh.point_count;
-    for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+    let end = slot_end(pr, sh);
+    for (var slot = pr.slot_offset; slot < end; slot++) {
         let c = contacts[slot];
         if c.in_contact == 0u || c.restitution == 0.0 || c.approach_velocity > -params.restitution_threshold || c.max_normal_impulse == 0.0 {
             continue;
@@ -283,7 +293,7 @@ fn restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         let alpha = clamp((-bb + sqrt(max(bb * bb + 4.0 * a * budget, 0.0))) / (2.0 * a), 0.0, 1.0);
         m.v = v_solved + alpha * (m.v - v_solved);
         m.w = w_solved + alpha * (m.w - w_solved);
-        for (var slot = pr.slot_offset; slot < slot_end; slot++) {
+        for (var slot = pr.slot_offset; slot < end; slot++) {
             contacts[slot].normal_impulse -= (1.0 - alpha) * contacts[slot].restitution_impulse;
         }
     }

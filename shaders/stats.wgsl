@@ -31,6 +31,9 @@ fn body_stats(i: u32) -> Stats {
             }
             out.max_penetration = max(out.max_penetration, -s);
             out.contacts += contacts[slot_index(pr, sh, collider_index, k)].in_contact;
+            if collider.node_count != 0u {
+                out.contacts += contacts[second_slot_index(pr, sh, collider_index, k)].in_contact;
+            }
         }
     }
     return out;

@@ -169,8 +169,10 @@ pub struct GpuCollider {
 const _: () = assert!(size_of::<GpuCollider>() == 32);
 
 /// One slot of a body's static contacts: core point `k` of the body against collider `c`
-/// (plane or SDF) lives in slot `slot_offset + c * point_count + k`, so a contact's feature key
-/// is its slot and warm starting needs no search. The collider is body A, the body is B; the
+/// (plane or SDF) lives in slot `slot_offset + c * point_count + k`, and its second contact
+/// against an SDF (`cpu::stages::second_surface`) in slot `slot_offset + (collider_count + c -
+/// plane_count) * point_count + k`, so a contact's feature key is its slot and warm starting
+/// needs no search. The collider is body A, the body is B; the
 /// normal is the plane's, or the field's gradient at the point when the contact was made
 /// (pointing towards B, seed 000), and stays fixed for the step. 80 bytes.
 #[repr(C)]
@@ -882,7 +884,9 @@ impl Packed {
             let dynamic = desc.kind == BodyKind::Dynamic;
             let slot_offset = slot_count;
             if dynamic {
-                slot_count += tables.shapes[shape as usize].point_count * collider_count;
+                // A first contact per collider, and a second per SDF (see
+                // `cpu::stages::second_surface`).
+                slot_count += tables.shapes[shape as usize].point_count * (collider_count + world.sdfs.len() as u32);
             }
             let orientation = quat_mul(desc.orientation, mp.principal_frame).normalize();
             let (linear_velocity, angular_velocity) = match desc.kind {

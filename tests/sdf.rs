@@ -301,3 +301,57 @@ fn bad_fields_get_typed_errors() {
     assert_eq!(w.sdf(h).unwrap().sdf, Sdf::sphere(1.0));
     assert!(matches!(w.sdf(SdfHandle::from_index(3)), Err(Error::InvalidHandle { .. })));
 }
+
+/// A ball (r = 0.2 m) in a concave corner of one field, a hollow box's floor and wall or a
+/// union of two half spaces, pressed into it by gravity tilted towards the wall: rolled in from
+/// rest, and thrown at the wall at 6 m/s. A core point takes a contact with its two nearest
+/// surfaces, so it rests as between two planes: at (1 - r, r), 0.1 mm from the planes' run,
+/// held by two contacts, and never more than 1 mm into the floor or the wall. With one contact
+/// per point it sank 20 mm into the wall rolled in, 100 mm thrown (before `second_surface`).
+#[test]
+fn a_ball_rests_in_a_field_corner_as_between_planes() {
+    let r = 0.2;
+    let fields = [
+        Some(Sdf::hollow_box(Vec3::new(1.0, 2.0, 2.0)).translated(Vec3::new(0.0, 2.0, 0.0))),
+        Some(Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::X, -1.0))),
+        None,
+    ];
+    for speed in [0.0, 6.0] {
+        let mut rests = Vec::new();
+        for field in &fields {
+            let mut w = common::world_with(Vec3::new(6.0, -10.0, 0.0));
+            match field {
+                Some(sdf) => drop(w.add_sdf(SdfCollider::new(sdf.clone())).unwrap()),
+                None => {
+                    w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+                    w.add_plane(Plane::new(-Vec3::X, -1.0)).unwrap();
+                }
+            }
+            let desc = RigidBodyDesc::dynamic(Shape::sphere(r)).position(Vec3::new(0.0, r, 0.0));
+            let ball = w.add_body(desc.linear_velocity(Vec3::new(speed, 0.0, 0.0))).unwrap();
+            for mut solver in common::solvers(&w) {
+                let (mut wall, mut floor) = (0.0_f32, 0.0_f32);
+                for _ in 0..120 {
+                    solver.step();
+                    let p = solver.body_state(ball).unwrap().position;
+                    (wall, floor) = (wall.max(p.x + r - 1.0), floor.max(r - p.y));
+                }
+                let p = solver.body_state(ball).unwrap().position;
+                let contacts = solver.stats().unwrap().contacts;
+                let kind = if field.is_some() { "field" } else { "planes" };
+                eprintln!(
+                    "{} {kind}, {speed} m/s: rests at {p}, into the wall {wall}, the floor {floor}",
+                    solver.backend()
+                );
+                assert!((p - Vec3::new(1.0 - r, r, 0.0)).length() < 1e-3, "{kind}: rests at {p}");
+                assert!(wall < 1e-3 && floor < 1e-3, "{kind}: {wall} m into the wall, {floor} into the floor");
+                assert_eq!(contacts, 2, "{kind}");
+                rests.push((solver.backend(), p));
+            }
+        }
+        for (backend, p) in &rests {
+            let planes = rests.iter().rev().find(|(b, _)| b == backend).unwrap().1;
+            assert!((*p - planes).length() < 1e-4, "{backend}: {p} against the planes' {planes}");
+        }
+    }
+}

@@ -90,7 +90,8 @@ fn is_dynamic(props: &GpuBodyProps) -> bool {
 
 /// Vertex-versus-plane and vertex-versus-SDF detection and contact preparation (seed 000: every
 /// core point of a body against every static collider; an SDF's normal is its gradient at the
-/// point). A slot becomes active when its support point is within
+/// point, and a point near a second surface of the field takes a second contact with it,
+/// [`second_surface`]). A slot becomes active when its support point is within
 /// the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
 /// impulses if it was active then (warm starting by feature key = slot). Also sets the world
 /// inverse inertia for the step's first substep (`integrate_position` updates it after each
@@ -124,63 +125,109 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
         if !dynamic {
             return;
         }
+        // A contact of core point `core` along the normal `n` at `separation` (from the point's
+        // support `core - n radius`) in slot `slot`, or an empty slot beyond the margin.
+        let contact = |slot: &mut GpuStaticContact, core: Vec3, n: Vec3, separation: f32, collider: &GpuCollider| {
+            let old = *slot;
+            let r = core - n * sh.radius;
+            let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
+            let margin = p.speculative_distance + (-vn).max(0.0) * p.dt;
+            if separation >= margin {
+                // Most slots stay empty step after step: write only when one empties.
+                if old.in_contact != 0 {
+                    *slot = GpuStaticContact::default();
+                }
+                return;
+            }
+            let warm = if old.in_contact == 1 { p.warm_start_scale } else { 0.0 };
+            let (j1, j2) = carry_tangent_impulse(old.normal, n, old.tangent_impulse_1, old.tangent_impulse_2);
+            let rn = r.cross(n);
+            let (t1, t2) = tangent_basis(n);
+            let k_normal = b.inv_mass + rn.dot(inv_inertia_world * rn);
+            let rt1 = r.cross(t1);
+            let rt2 = r.cross(t2);
+            let k11 = b.inv_mass + rt1.dot(inv_inertia_world * rt1);
+            let k12 = rt1.dot(inv_inertia_world * rt2);
+            let k22 = b.inv_mass + rt2.dot(inv_inertia_world * rt2);
+            *slot = GpuStaticContact {
+                anchor: r,
+                base_separation: separation - n.dot(core),
+                normal: n,
+                normal_mass: 1.0 / k_normal,
+                tangent_mass: 1.0 / largest_eigenvalue(k11, k12, k22),
+                restitution_impulse: 0.0,
+                normal_impulse: warm * old.normal_impulse,
+                tangent_impulse_1: warm * j1,
+                tangent_impulse_2: warm * j2,
+                max_normal_impulse: 0.0,
+                approach_velocity: approach_velocity(vn, separation, n.dot(p.gravity)),
+                friction: (pr.friction * collider.friction).sqrt(),
+                restitution: pr.restitution.max(collider.restitution),
+                in_contact: 1,
+                ..GpuStaticContact::default()
+            };
+        };
         for collider_index in 0..p.collider_count {
             let collider = colliders[collider_index as usize];
-            let friction = (pr.friction * collider.friction).sqrt();
-            let restitution = pr.restitution.max(collider.restitution);
             for k in 0..sh.point_count {
                 let slot = (collider_index * sh.point_count + k) as usize;
-                let old = slots[slot];
                 let core = rotate(b.orientation, geometry[(sh.first_point + k) as usize].truncate());
-                let (n, r, separation) = if collider.node_count == 0 {
+                if collider.node_count == 0 {
                     let n = collider.normal;
-                    let r = core - n * sh.radius;
-                    (n, r, n.dot(b.position + r) - collider.offset)
-                } else {
-                    // The field's gradient at the core point is the normal of the nearest surface.
-                    let (d, n) =
-                        evaluate_program(geometry, collider.first_node, collider.node_count, b.position + core);
-                    (n, core - n * sh.radius, d - sh.radius)
-                };
-                let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
-                let margin = p.speculative_distance + (-vn).max(0.0) * p.dt;
-                if separation >= margin {
-                    // Most slots stay empty step after step: write only when one empties.
-                    if old.in_contact != 0 {
-                        slots[slot] = GpuStaticContact::default();
-                    }
+                    let separation = n.dot(b.position + (core - n * sh.radius)) - collider.offset;
+                    contact(&mut slots[slot], core, n, separation, &collider);
                     continue;
                 }
-                let warm = if old.in_contact == 1 { p.warm_start_scale } else { 0.0 };
-                let (j1, j2) = carry_tangent_impulse(old.normal, n, old.tangent_impulse_1, old.tangent_impulse_2);
-                let rn = r.cross(n);
-                let (t1, t2) = tangent_basis(n);
-                let k_normal = b.inv_mass + rn.dot(inv_inertia_world * rn);
-                let rt1 = r.cross(t1);
-                let rt2 = r.cross(t2);
-                let k11 = b.inv_mass + rt1.dot(inv_inertia_world * rt1);
-                let k12 = rt1.dot(inv_inertia_world * rt2);
-                let k22 = b.inv_mass + rt2.dot(inv_inertia_world * rt2);
-                slots[slot] = GpuStaticContact {
-                    anchor: r,
-                    base_separation: separation - n.dot(core),
-                    normal: n,
-                    normal_mass: 1.0 / k_normal,
-                    tangent_mass: 1.0 / largest_eigenvalue(k11, k12, k22),
-                    restitution_impulse: 0.0,
-                    normal_impulse: warm * old.normal_impulse,
-                    tangent_impulse_1: warm * j1,
-                    tangent_impulse_2: warm * j2,
-                    max_normal_impulse: 0.0,
-                    approach_velocity: approach_velocity(vn, separation, n.dot(p.gravity)),
-                    friction,
-                    restitution,
-                    in_contact: 1,
-                    ..GpuStaticContact::default()
-                };
+                // The field's gradient at the core point is the normal of the nearest surface.
+                let x = b.position + core;
+                let (d, n) = evaluate_program(geometry, collider.first_node, collider.node_count, x);
+                contact(&mut slots[slot], core, n, d - sh.radius, &collider);
+                // A second surface (a concave corner's other wall): see `second_surface`.
+                let speed = (b.linear_velocity + b.angular_velocity.cross(core)).length();
+                let reach = p.speculative_distance + speed * p.dt;
+                let second = second_slot(p, &sh, collider_index, k);
+                match second_surface(geometry, &collider, x, d - sh.radius, n, reach) {
+                    Some((n2, d2)) => contact(&mut slots[second], core, n2, d2 - sh.radius, &collider),
+                    None if slots[second].in_contact != 0 => slots[second] = GpuStaticContact::default(),
+                    None => {}
+                }
             }
         }
     });
+}
+
+/// The slot, within a body's slots, of the second contact of core point `k` against SDF
+/// collider `collider_index` (planes have none): after every collider's first contacts, one
+/// block of `point_count` per SDF. Twin of `second_slot_index` in shaders/bind_bodies.wgsl.
+pub(crate) fn second_slot(p: &StepParams, sh: &GpuShape, collider_index: u32, k: u32) -> usize {
+    ((p.collider_count + collider_index - p.plane_count) * sh.point_count + k) as usize
+}
+
+/// A second surface of an SDF collider near core point `x`, whose nearest surface has the
+/// normal `n` at `separation` (of the support point): the field is evaluated again at `x`
+/// lifted along `n` by `reach - separation`. An exact distance field keeps the same nearest
+/// point along its gradient up to its medial axis, so a different normal there (less than
+/// [`crate::sdf::SDF_SECOND_SURFACE_COS`] along `n`) is another surface within `reach` of the support
+/// point: a concave corner's other wall, or the far wall of a narrow gap. Returns its normal
+/// and the core point's distance to it, linearized from the lifted point (exact for a flat
+/// wall): `d' - lift (n' · n)`. Only where the nearest surface is within `reach`, the most a
+/// contact's margin can be (a second surface is no nearer). Twin of `second_surface` in
+/// shaders/narrow_phase.wgsl.
+pub(crate) fn second_surface(
+    geometry: &[glam::Vec4],
+    collider: &GpuCollider,
+    x: Vec3,
+    separation: f32,
+    n: Vec3,
+    reach: f32,
+) -> Option<(Vec3, f32)> {
+    if separation >= reach {
+        return None;
+    }
+    let lift = reach - separation;
+    let (d, n2) = evaluate_program(geometry, collider.first_node, collider.node_count, x + n * lift);
+    let cos = n2.dot(n);
+    (cos < crate::sdf::SDF_SECOND_SURFACE_COS).then_some((n2, d - lift * cos))
 }
 
 /// The larger eigenvalue of the symmetric 2x2 matrix `[[a, b], [b, c]]`.
@@ -493,7 +540,7 @@ fn solve_contacts(
         if let Some(n) = n {
             coarse_correction(p, sb, n, sh.radius, group, m, use_bias);
         }
-        for c in group.iter_mut().filter(|c| c.in_contact != 0) {
+        let normal_row = |c: &mut GpuStaticContact, m: &mut Motion| {
             let n = c.normal;
             let r = lever(sb, c, n, sh.radius);
             let s = separation(sb, c, n, sh.radius);
@@ -505,6 +552,12 @@ fn solve_contacts(
             c.normal_impulse = new_impulse;
             c.max_normal_impulse = c.max_normal_impulse.max(applied);
             m.apply(r, applied * n);
+        };
+        group.iter_mut().filter(|c| c.in_contact != 0).for_each(|c| normal_row(c, m));
+        // A field's second contacts (`second_surface`), point by point.
+        if collider.node_count != 0 {
+            let second = &mut contacts[second_slot(p, sh, collider_index, 0)..][..sh.point_count as usize];
+            second.iter_mut().filter(|c| c.in_contact != 0).for_each(|c| normal_row(c, m));
         }
     }
     for c in contacts.iter_mut().filter(|c| c.in_contact != 0) {
@@ -672,7 +725,55 @@ pub(crate) fn body_stats(
             };
             max_penetration = max_penetration.max(-s);
             count += contacts[(pr.slot_offset + collider_index * sh.point_count + k) as usize].in_contact;
+            if collider.node_count != 0 {
+                count += contacts[pr.slot_offset as usize + second_slot(params, &sh, collider_index, k)].in_contact;
+            }
         }
     }
     GpuStats { kinetic_energy, max_penetration, contacts: count, dynamic_bodies: 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::second_surface;
+    use crate::layout::GpuCollider;
+    use crate::sdf::{Sdf, evaluate_program};
+
+    /// `second_surface` at `x` in `sdf`, from its nearest surface there, for a reach of 0.1 m.
+    fn second(sdf: &Sdf, x: Vec3) -> Option<(Vec3, f32)> {
+        let program = sdf.compile();
+        let collider = GpuCollider { node_count: program.node_count, ..GpuCollider::default() };
+        let (d, n) = evaluate_program(&program.data, 0, program.node_count, x);
+        second_surface(&program.data, &collider, x, d, n, 0.1)
+    }
+
+    /// The other wall of a concave corner within reach, with its distance; none past reach, on
+    /// a flat or curved wall alone, or beside a convex solid; the far wall of a narrow gap.
+    #[test]
+    fn a_second_surface_is_a_corners_other_wall() {
+        let room = Sdf::hollow_box(Vec3::new(1.0, 1.0, 1.0));
+        // 0.02 m above the floor, 0.05 m from the wall at x = 1.
+        let (n, d) = second(&room, Vec3::new(0.95, -0.98, 0.0)).expect("the wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.05).abs() < 1e-6, "{n} {d}");
+        // Inside the floor by 0.01 m, 0.08 m from the wall: the lift reaches past the floor.
+        let (n, d) = second(&room, Vec3::new(0.92, -1.01, 0.0)).expect("the wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.08).abs() < 1e-5, "{n} {d}");
+        // The same corner of a union of two half spaces (a lower bound of the distance off
+        // the surface, exact on it).
+        let slabs = Sdf::half_space(Vec3::Y, -1.0).union(Sdf::half_space(-Vec3::X, -1.0));
+        let (n, d) = second(&slabs, Vec3::new(0.95, -0.98, 0.0)).expect("the wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.05).abs() < 1e-6, "{n} {d}");
+        // The wall beyond reach: 0.02 above the floor, 0.15 from the wall.
+        assert_eq!(second(&room, Vec3::new(0.85, -0.98, 0.0)), None);
+        // A flat floor, a bowl's curved inside and a sphere's outside have one surface each.
+        assert_eq!(second(&room, Vec3::new(0.0, -0.98, 0.0)), None);
+        assert_eq!(second(&Sdf::bowl(1.0, 0.1), Vec3::new(0.1, -0.95, 0.05)), None);
+        assert_eq!(second(&Sdf::sphere(0.5), Vec3::new(0.3, 0.45, 0.0)), None);
+        // A gap 0.06 m wide: 0.02 from its floor, the ceiling 0.04 above.
+        let gap = Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::Y, -0.06));
+        let (n, d) = second(&gap, Vec3::new(0.0, 0.02, 0.0)).expect("the ceiling");
+        assert!((n - -Vec3::Y).length() < 1e-6 && (d - 0.04).abs() < 1e-6, "{n} {d}");
+    }
 }

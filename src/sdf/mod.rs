@@ -11,9 +11,12 @@
 //! Bodies meet an SDF collider the way they meet a plane (seed 000): every core point of a
 //! body (hull vertices, sphere and capsule centres with their radius) is tested against the
 //! field, and a point within the speculative margin becomes a contact whose normal is the
-//! gradient there. One point makes at most one contact per collider, against the nearest
-//! surface: a vertex wedged in a concave corner of one collider is pushed along the nearer
-//! wall only. Build a container from several colliders (or planes) when both walls matter.
+//! gradient there. One point makes at most two contacts per collider: with the nearest
+//! surface, and with a second one found by evaluating the field again at the point lifted off
+//! the first along its normal (a concave corner's other wall, a narrow gap's far wall), so a
+//! ball or a vertex in a corner of one field rests as between two planes. A third surface (the
+//! corner of a room, where three walls meet) is not held for that point: build such corners
+//! from several colliders (or planes) when a single point presses into all three.
 
 mod grid;
 mod tree;
@@ -31,6 +34,10 @@ use crate::math::{quat_mul, quat_normalize, rotate, rotate_inv};
 /// Deepest evaluation stack a compiled field may need (one entry per pending operand of a CSG
 /// operation). A left-leaning chain `a.union(b).union(c)...` needs 2 whatever its length.
 pub const SDF_STACK_DEPTH: u32 = 8;
+/// Below this cosine between the normal of a point's nearest surface of a field and that of
+/// the surface found from the point lifted off it (about 18°), the two are different surfaces
+/// and the point takes a second contact (`cpu::stages::second_surface`).
+pub(crate) const SDF_SECOND_SURFACE_COS: f32 = 0.95;
 /// `Vec4`s per compiled node: rotation, translation with kind, parameters, and the offset of a
 /// grid's samples from the program's start.
 pub const SDF_NODE_VEC4S: u32 = 4;
