@@ -728,19 +728,60 @@ mod rapier_side {
         }
         for k in 0..world.joint_count() {
             let joint = world.joint(signorini::JointHandle::from_index(k))?;
-            if joint.kind != signorini::JointKind::Spherical {
-                return Err("the Rapier side builds ball joints only".into());
+            if joint.motor.is_some() || joint.breaking.is_some() {
+                return Err("the Rapier side builds no motors or breaking loads".into());
             }
-            let local = |b: BodyHandle| -> Result<rp::Vector, signorini::Error> {
-                let body = world.body(b)?;
-                Ok(v(body.orientation.inverse() * (joint.anchor - body.position)))
+            let (a, b) = (world.body(joint.body_a)?, world.body(joint.body_b)?);
+            let local = |body: &RigidBodyDesc| v(body.orientation.inverse() * (joint.anchor - body.position));
+            let softness = rp::SpringCoefficients::new(desc.solver.joint_hertz, desc.solver.joint_damping_ratio);
+            let (h1, h2) = (handles[joint.body_a.index()].0, handles[joint.body_b.index()].0);
+            // A ball joint with a cone, or a hinge: Rapier's generic joint with frames whose x
+            // axis is the cone's or the hinge's axis, the same in the world when the joint is
+            // made (so its angles start at zero, as signorini's do). The cone is Rapier's
+            // coupled swing limit (the angle between the frames' x axes), the twist and the
+            // hinge's limits its limits about x.
+            let framed = |axis: Vec3, locked: rp::JointAxesMask| {
+                let (dx, dy) = (axis.normalize(), signorini::math::tangent_basis(axis.normalize()).0);
+                let world_frame = Quat::from_mat3(&glam::Mat3::from_cols(dx, dy, dx.cross(dy)));
+                let frame = |body: &RigidBodyDesc| {
+                    let q = body.orientation.inverse() * world_frame;
+                    rp::Pose::from_parts(local(body), rp::Rotation::from_xyzw(q.x, q.y, q.z, q.w))
+                };
+                rp::GenericJointBuilder::new(locked)
+                    .local_frame1(frame(a))
+                    .local_frame2(frame(b))
+                    .contacts_enabled(joint.collide)
+                    .softness(softness)
             };
-            let ball = rp::SphericalJointBuilder::new()
-                .contacts_enabled(joint.collide)
-                .local_anchor1(local(joint.body_a)?)
-                .local_anchor2(local(joint.body_b)?)
-                .softness(rp::SpringCoefficients::new(desc.solver.joint_hertz, desc.solver.joint_damping_ratio));
-            w.impulse_joints.insert(handles[joint.body_a.index()].0, handles[joint.body_b.index()].0, ball, true);
+            let generic = match (joint.kind, joint.cone) {
+                (signorini::JointKind::Spherical, None) => {
+                    let ball = rp::SphericalJointBuilder::new()
+                        .contacts_enabled(joint.collide)
+                        .local_anchor1(local(a))
+                        .local_anchor2(local(b))
+                        .softness(softness);
+                    w.impulse_joints.insert(h1, h2, ball, true);
+                    continue;
+                }
+                (signorini::JointKind::Spherical, Some(cone)) => {
+                    let mut ball = framed(cone.axis, rp::JointAxesMask::LOCKED_SPHERICAL_AXES)
+                        .coupled_axes(rp::JointAxesMask::ANG_Y | rp::JointAxesMask::ANG_Z)
+                        .limits(rp::JointAxis::AngY, [0.0, cone.half_angle]);
+                    if let Some(twist) = joint.twist {
+                        ball = ball.limits(rp::JointAxis::AngX, twist);
+                    }
+                    ball
+                }
+                (signorini::JointKind::Revolute { axis }, None) => {
+                    let hinge = framed(axis, rp::JointAxesMask::LOCKED_REVOLUTE_AXES);
+                    match joint.limits {
+                        Some(limits) => hinge.limits(rp::JointAxis::AngX, limits),
+                        None => hinge,
+                    }
+                }
+                _ => return Err("the Rapier side builds ball joints (with cones and twists) and hinges only".into()),
+            };
+            w.impulse_joints.insert(h1, h2, generic.build(), true);
         }
         for k in 0..world.plane_count() {
             let plane = world.plane(PlaneHandle::from_index(k))?;
