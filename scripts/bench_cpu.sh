@@ -23,3 +23,5 @@ run many-pyramids --scene many-pyramids --warmup 30 --steps 30
 run convex-pile --scene convex-pile --warmup 60 --steps 30
 # Box3D's joint benchmark runs one biased iteration a substep, as its other scenes do.
 run joint-grid --scene joint-grid --iterations 1 --warmup 30 --steps 30
+# 64 ragdolls: coned and twist-limited ball joints and limited hinges, on both engines.
+run ragdolls-704 --scene ragdolls --bodies 704 --warmup 60 --steps 120
