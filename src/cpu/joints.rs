@@ -854,12 +854,13 @@ mod tests {
 
     /// Colors of joints that share no dynamic body, of the bodies `bodies(n, ..)` makes: a run
     /// of pairs of each length up to past the widest lanes, of every kind in runs of 17 and
-    /// (in the last) one at a time; a run of static anchors (each static body shared by many
+    /// (in the last) one at a time; runs long enough to split over threads, of a kind the lanes
+    /// take and of one they do not; a run of static anchors (each static body shared by many
     /// joints); and a color with a joint of another kind among ball joints.
     fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, Vec<GpuBody>, Vec<GpuSolverBody>) {
         use Built::*;
         let kinds = [Ball, Cone, ConeTwist, Hinge, LimitedHinge, MotorHinge, Plane];
-        let n = 4 + 2 * 130;
+        let n = 4 + 2 * 500;
         let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
@@ -870,6 +871,10 @@ mod tests {
             }
             colors.push(joints.len() as u32);
         }
+        for k in 0..500 {
+            joints.push(joint(4 + 2 * k, 5 + 2 * k, if k < 400 { ConeTwist } else { MotorHinge }, &bodies, r));
+        }
+        colors.push(joints.len() as u32);
         for k in 0..40 {
             joints.push(joint(k % 4, 4 + k, kinds[k / 17], &bodies, r));
         }
@@ -912,6 +917,11 @@ mod tests {
             assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");
         }
         assert!(runs.iter().all(|r| colors.iter().all(|&c| c <= r.start || c >= r.end)));
+        // Runs that split over threads, in lanes (past 2 x 4 x PARALLEL_RUN) and one at a time
+        // (past 2 x PARALLEL_RUN).
+        let long = |kind: Option<JointKind>, len: u32| runs.iter().any(|r| r.kind == kind && r.end - r.start >= len);
+        let task = super::PARALLEL_RUN as u32;
+        assert!(long(Some(JointKind::ConeTwist), 8 * task) && long(None, 2 * task));
         assert!(runs.windows(2).all(|w| w[0].end == w[1].start) && runs.last().unwrap().end == *colors.last().unwrap());
         let p = params();
         let sweep = |run: Run| {

@@ -1873,11 +1873,11 @@ fn world_avx(q: Quat, position: Vec3, points: &[Vec4], planes: &[Vec4], out: &mu
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Simd {
     /// Eight lanes in one AVX register ([`solve8`], [`prepare8`], [`warm_terms8`],
-    /// [`world_inertia8`], [`integrate8`], [`integrate_positions8`], [`polytope_world`], ball
-    /// joints), else four at a time.
+    /// [`world_inertia8`], [`integrate8`], [`integrate_positions8`], [`polytope_world`], the
+    /// joints of [`JointKind`]), else four at a time.
     eight: bool,
-    /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`], ball joints),
-    /// else eight at a time.
+    /// Sixteen lanes in one AVX-512 register ([`solve16`], [`warm_terms16`], the joints of
+    /// [`JointKind`]), else eight at a time.
     sixteen: bool,
     /// The eight-lane preparation with AVX-512's 32 registers (AVX-512F and AVX-512VL).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -1892,7 +1892,7 @@ impl Simd {
         Self { eight, sixteen, sixteen_vl: sixteen && avx512vl_detected() }
     }
 
-    /// The most manifolds (or ball joints) one sweep takes at once.
+    /// The most manifolds (or joints) one sweep takes at once.
     pub(crate) fn widest(self) -> u32 {
         if self.sixteen {
             16

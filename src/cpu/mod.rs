@@ -335,8 +335,8 @@ impl CpuSolver {
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
     }
 
-    /// How the joints run: on the worker threads where there are any, and ball joints in the
-    /// solver's lanes.
+    /// How the joints run: on the worker threads where there are any, and the kinds the lanes
+    /// take (ball joints, coned or not, and hinges) in the solver's lanes.
     fn joint_run(&self) -> joints::Run {
         joints::Run { parallel: self.pool.is_some(), lanes: Some(self.simd) }
     }

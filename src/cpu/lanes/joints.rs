@@ -156,7 +156,8 @@ impl<L: Lanes> Sides<L> {
 /// limits (words 4..12), the axes (12..20), the centres' offset with the lower, linear and
 /// upper impulses (28..36), the angular and motor impulses with A's reference direction
 /// (36..44), B's reference direction with the upper twist impulse (44..48). Rows a kind does
-/// not read are zeros, and only the impulses are written back.
+/// not read are zeros; the rows written back hold the impulses, with the other words of those
+/// rows as they were read.
 struct Words<L> {
     anchors: [L; 8],
     axes: [L; 8],
@@ -270,7 +271,10 @@ const TWIST_UPPER: usize = 3;
 fn angle_of<L: Lanes>(x: L, y: L) -> L {
     let zero = L::splat(0.0);
     let (ax, ay) = (x.abs(), y.abs());
-    let (big, small) = (ax.max(ay), ax.min(ay));
+    // `f32::max` and `f32::min` give the other operand where one is NaN; the lanes' give the
+    // second.
+    let ay_nan = ay.ne(ay);
+    let (big, small) = (L::select(ay_nan, ax, ax.max(ay)), L::select(ay_nan, ax, ax.min(ay)));
     let a = L::select(big.gt(zero), small / big, zero);
     let s = a * a;
     let c = L::splat;
