@@ -77,13 +77,15 @@ pub(crate) fn prepare(
     kind_runs(joints, colors, runs, |j| prepare_joint(p, j, bodies));
 }
 
-/// Joints `start..end`, of one color and of one [`JointKind`] (`None`: of one kind the lanes
-/// do not take).
+/// Joints `start..end`, of color `color` and of one [`JointKind`] (`None`: of one kind the
+/// lanes do not take).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct KindRun {
     start: u32,
     end: u32,
     kind: Option<JointKind>,
+    /// The color's index.
+    color: u32,
 }
 
 /// The runs of joints of one kind (the same angular and linear parts and flags) in each color
@@ -99,17 +101,18 @@ pub(crate) fn kind_runs(
 ) {
     runs.clear();
     let key = |j: &GpuJoint| (j.linear, j.angular, j.flags);
-    for range in colors.windows(2) {
+    for (color, range) in colors.windows(2).enumerate() {
+        let color = color as u32;
         let mut start = range[0];
         for i in range[0]..range[1] {
             each(&mut joints[i as usize]);
             if key(&joints[i as usize]) != key(&joints[start as usize]) {
-                runs.push(KindRun { start, end: i, kind: JointKind::of(&joints[start as usize]) });
+                runs.push(KindRun { start, end: i, kind: JointKind::of(&joints[start as usize]), color });
                 start = i;
             }
         }
         if start < range[1] {
-            runs.push(KindRun { start, end: range[1], kind: JointKind::of(&joints[start as usize]) });
+            runs.push(KindRun { start, end: range[1], kind: JointKind::of(&joints[start as usize]), color });
         }
     }
 }
@@ -308,17 +311,48 @@ fn by_color(
         }
         _ => c.iter_mut().for_each(one),
     };
-    for &KindRun { start, end, kind } in runs {
-        let run_of_kind = &mut joints[start as usize..end as usize];
-        let chunk = |c: &mut [GpuJoint]| chunk(kind, c);
-        // A joint in lanes is a few times cheaper than one alone, so a task takes more.
-        let task = if kind.is_some() && run.lanes.is_some() { 4 * PARALLEL_RUN } else { PARALLEL_RUN };
+    // A joint in lanes is a few times cheaper than one alone, so a task takes more of them.
+    let task =
+        |kind: Option<JointKind>| if kind.is_some() && run.lanes.is_some() { 4 * PARALLEL_RUN } else { PARALLEL_RUN };
+    // One run, split over the threads when it is long enough.
+    let one_run = |r: &KindRun, run_of_kind: &mut [GpuJoint]| {
+        let chunk = |c: &mut [GpuJoint]| chunk(r.kind, c);
+        let task = task(r.kind);
         if run.parallel && run_of_kind.len() >= 2 * task {
             run_of_kind.par_chunks_mut(width).with_min_len(task.div_ceil(width)).for_each(chunk);
         } else {
             run_of_kind.chunks_mut(width).for_each(chunk);
         }
+    };
+    let mut rest = runs;
+    while let Some(first) = rest.first() {
+        let count = rest.iter().take_while(|r| r.color == first.color).count();
+        let (color, next) = rest.split_at(count);
+        rest = next;
+        let span = &mut joints[first.start as usize..color[count - 1].end as usize];
+        // The runs of a color share no dynamic body either: where the color holds work for
+        // two tasks, its runs go side by side on the threads.
+        // (In quarters of a joint one at a time, which a joint in lanes costs about.)
+        let work: usize = color.iter().map(|r| (r.end - r.start) as usize * 4 * PARALLEL_RUN / task(r.kind)).sum();
+        if run.parallel && count > 1 && work >= 4 * 2 * PARALLEL_RUN {
+            side_by_side(color, span, &one_run);
+        } else {
+            for r in color {
+                one_run(r, &mut span[(r.start - first.start) as usize..(r.end - first.start) as usize]);
+            }
+        }
     }
+}
+
+/// `f` on each of `runs` (consecutive runs of one color) with its joints, `joints` being those
+/// of all of them, the halves of the runs on two threads, recursively.
+fn side_by_side<F: Fn(&KindRun, &mut [GpuJoint]) + Sync>(runs: &[KindRun], joints: &mut [GpuJoint], f: &F) {
+    if let [only] = runs {
+        return f(only, joints);
+    }
+    let mid = runs.len() / 2;
+    let (low, high) = joints.split_at_mut((runs[mid].start - runs[0].start) as usize);
+    rayon::join(|| side_by_side(&runs[..mid], low, f), || side_by_side(&runs[mid..], high, f));
 }
 
 /// Where a joint's linear part acts now: A's and B's lever arms to their anchors, the anchors'
