@@ -10,7 +10,7 @@
 
 use glam::Vec4;
 
-use super::{Lanes, M3, Q4, Simd, V3};
+use super::{Lanes, M3, Q4, Simd, V3, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
     GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_LIMITED, JOINT_LINEAR_POINT,
@@ -288,26 +288,6 @@ fn angle_of<L: Lanes>(x: L, y: L) -> L {
     L::select(y.lt(zero), -r, r)
 }
 
-/// The first direction of [`crate::math::tangent_basis`] in each lane.
-#[inline(always)]
-fn tangent<L: Lanes>(n: V3<L>) -> V3<L> {
-    let one = L::splat(1.0);
-    let sign = L::select(n.z.ge(L::splat(0.0)), one, L::splat(-1.0));
-    let a = L::splat(-1.0) / (sign + n.z);
-    let b = n.x * n.y * a;
-    V3 { x: one + sign * n.x * n.x * a, y: sign * b, z: -sign * n.x }
-}
-
-/// Both directions of [`crate::math::tangent_basis`] in each lane.
-#[inline(always)]
-fn tangent_basis<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
-    let one = L::splat(1.0);
-    let sign = L::select(n.z.ge(L::splat(0.0)), one, L::splat(-1.0));
-    let a = L::splat(-1.0) / (sign + n.z);
-    let b = n.x * n.y * a;
-    (tangent(n), V3 { x: b, y: sign + n.y * n.y * a, z: -n.y })
-}
-
 /// [`crate::joint::cone_direction`] in each lane, from the axes now.
 #[inline(always)]
 fn cone_direction<L: Lanes>(axis_a: V3<L>, axis_b: V3<L>) -> (V3<L>, L) {
@@ -318,7 +298,7 @@ fn cone_direction<L: Lanes>(axis_a: V3<L>, axis_b: V3<L>) -> (V3<L>, L) {
     let n = V3::select(sin.gt(L::splat(1e-6)), across.scale(L::splat(1.0) / sin), V3::zero());
     let angle = angle_of(axis_a.dot(axis_b), sin);
     let opposite = n.x.eq(zero) & n.y.eq(zero) & n.z.eq(zero) & angle.gt(L::splat(1.0));
-    (V3::select(opposite, tangent(axis_a), n), angle)
+    (V3::select(opposite, tangent_basis_lanes(axis_a).0, n), angle)
 }
 
 /// [`crate::joint::twist_frame`] in each lane, from the axes and reference directions now.
@@ -472,7 +452,7 @@ fn solve<const K: u8, L: Lanes>(
         // The two directions across A's axis: the axes' misalignment and relative spin there.
         let axis_a = a.q.rotate(words.axis_a());
         let axis_b = b.q.rotate(words.axis_b());
-        let (t1, t2) = tangent_basis(axis_a);
+        let (t1, t2) = tangent_basis_lanes(axis_a);
         let error = axis_a.cross(axis_b);
         let dw = b.w.sub(a.w);
         let (kt1, kt2) = (k.mul(t1), k.mul(t2));
