@@ -423,8 +423,8 @@ fn bytes_estimate(world: &World, stats: &StepStats) -> u64 {
     let prepares = if prepared { 1 + u64::from(s.relax_iterations > 0) } else { 0 };
     let per_substep_manifold_passes = prepares + 1 + s.iterations as u64 + s.relax_iterations as u64;
     let body_stages = 4 + 3 * s.substeps as u64;
-    // A slot per point and plane, two per point and SDF.
-    let plane_contacts = bodies * (world.plane_count() + 2 * world.sdf_count()) as u64 * 8;
+    // A slot per point and plane, three per point and SDF.
+    let plane_contacts = bodies * (world.plane_count() + 3 * world.sdf_count()) as u64 * 8;
     let contact = std::mem::size_of::<GpuStaticContact>() as u64;
     2 * (bodies * body * body_stages
         + manifolds * (manifold + 2 * body) * (s.substeps as u64 * per_substep_manifold_passes + 3)

@@ -5,26 +5,30 @@
 # COMMIT gives .gpu/bench-<short hash>; COMMIT+FLAGS also gives .gpu/bench-<short hash><flags>, a
 # wrapper that runs that binary with FLAGS (space-separated, after the `+`) before the run's own
 # arguments. Then `../shared/gpu/prepare.sh` (for the loader packages in .gl/) and carry
-# [".gl", ".gpu"]. The builds share the project's target folder, so after the first only this
-# crate is compiled again (a minute or two on 2 cores), and the next build of the working tree
-# compiles it again too.
+# [".gl", ".gpu"]. EXAMPLE=NAME builds that example instead of the bench (into
+# .gpu/NAME-<short hash>). The builds share target/ab (CARGO_AB_TARGET_DIR), apart from the
+# working tree's target folder: a crate built from another path into the same folder keeps the
+# same fingerprint, whose dependency list names the files of whichever tree built it last, so
+# one tree's build could pass for the other's and link stale code. After the first build
+# (all dependencies, some minutes) only this crate is compiled again.
 set -euo pipefail
 (($# > 0)) || { echo "usage: scripts/build_ab.sh COMMIT[+FLAGS]..." >&2; exit 2; }
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 mkdir -p .gpu
-target=${CARGO_TARGET_DIR:-$root/target}
+target=${CARGO_AB_TARGET_DIR:-$root/target/ab}
+example=${EXAMPLE:-bench}
 for spec in "$@"; do
   commit=${spec%%+*}
   flags=""
   [[ $spec == *+* ]] && flags=${spec#*+}
   short=$(git rev-parse --short "$commit")
-  bin=.gpu/bench-$short
+  bin=.gpu/$example-$short
   if [[ ! -x $bin ]]; then
     tree=$(mktemp -d)
     git worktree add -q --detach "$tree" "$short"
-    (cd "$tree" && CARGO_TARGET_DIR=$target cargo build -q --release --example bench)
-    cp "$target/release/examples/bench" "$bin"
+    (cd "$tree" && CARGO_TARGET_DIR=$target cargo build -q --release --example "$example")
+    cp "$target/release/examples/$example" "$bin"
     strip "$bin"
     git worktree remove --force "$tree"
   fi

@@ -18,14 +18,20 @@ fn slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32) -> u32 {
     return pr.slot_offset + collider * sh.point_count + point;
 }
 
-// The slot of point `point`'s second contact against SDF collider `collider` (planes have none):
-// after every collider's first contacts, one block per SDF. Twin of `second_slot` in
-// src/cpu/stages.rs.
-fn second_slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32) -> u32 {
-    return pr.slot_offset + (params.collider_count + collider - params.plane_count) * sh.point_count + point;
+// The slot of point `point`'s contact with surface `surface` (0 its nearest, 1 its second, 2 its
+// third) of collider `collider`: the first surfaces, one block per collider, then one block per
+// SDF for the second surfaces, then one per SDF for the third (planes have one surface). Twin of
+// `surface_slot` in src/cpu/stages.rs.
+fn surface_slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32, surface: u32) -> u32 {
+    var block = collider;
+    if surface != 0u {
+        block = params.collider_count + (surface - 1u) * (params.collider_count - params.plane_count) + collider - params.plane_count;
+    }
+    return pr.slot_offset + block * sh.point_count + point;
 }
 
-// One past a body's last slot: a first contact per collider and point, a second per SDF.
+// One past a body's last slot: a first contact per collider and point, a second and a third per
+// SDF. Twin of `slot_count` in src/cpu/stages.rs.
 fn slot_end(pr: BodyProps, sh: Shape) -> u32 {
-    return pr.slot_offset + (2u * params.collider_count - params.plane_count) * sh.point_count;
+    return pr.slot_offset + (3u * params.collider_count - 2u * params.plane_count) * sh.point_count;
 }

@@ -169,10 +169,13 @@ fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
         for (var k = 0u; k < sh.point_count; k++) {
             normal_row(slot_index(pr, sh, collider_index, k), sh, sb, m, use_bias);
         }
-        // A field's second contacts (`second_surface`), point by point.
+        // A field's second and third contacts (`second_surface`, `third_surface`), point by
+        // point.
         if collider.node_count != 0u {
-            for (var k = 0u; k < sh.point_count; k++) {
-                normal_row(second_slot_index(pr, sh, collider_index, k), sh, sb, m, use_bias);
+            for (var surface = 1u; surface < 3u; surface++) {
+                for (var k = 0u; k < sh.point_count; k++) {
+                    normal_row(surface_slot_index(pr, sh, collider_index, k, surface), sh, sb, m, use_bias);
+                }
             }
         }
     }

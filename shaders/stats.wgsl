@@ -30,9 +30,12 @@ fn body_stats(i: u32) -> Stats {
                 s = sdf_evaluate(collider.first_node, collider.node_count, x).w - sh.radius;
             }
             out.max_penetration = max(out.max_penetration, -s);
-            out.contacts += contacts[slot_index(pr, sh, collider_index, k)].in_contact;
-            if collider.node_count != 0u {
-                out.contacts += contacts[second_slot_index(pr, sh, collider_index, k)].in_contact;
+            var surfaces = 3u;
+            if collider.node_count == 0u {
+                surfaces = 1u;
+            }
+            for (var surface = 0u; surface < surfaces; surface++) {
+                out.contacts += contacts[surface_slot_index(pr, sh, collider_index, k, surface)].in_contact;
             }
         }
     }

@@ -169,10 +169,12 @@ pub struct GpuCollider {
 const _: () = assert!(size_of::<GpuCollider>() == 32);
 
 /// One slot of a body's static contacts: core point `k` of the body against collider `c`
-/// (plane or SDF) lives in slot `slot_offset + c * point_count + k`, and its second contact
-/// against an SDF (`cpu::stages::second_surface`) in slot `slot_offset + (collider_count + c -
-/// plane_count) * point_count + k`, so a contact's feature key is its slot and warm starting
-/// needs no search. The collider is body A, the body is B; the
+/// (plane or SDF) lives in slot `slot_offset + c * point_count + k`, and its second and third
+/// contacts against an SDF (`cpu::stages::second_surface`, `third_surface`) in slot
+/// `slot_offset + (collider_count + (s - 1) sdf_count + c - plane_count) * point_count + k` for
+/// surface `s` = 1, 2 (`cpu::stages::surface_slot`). A plane's contact is warm started from its
+/// slot; a field's from whichever of the point's three slots held the same surface last step
+/// (`cpu::stages::warm_sources`). The collider is body A, the body is B; the
 /// normal is the plane's, or the field's gradient at the point when the contact was made
 /// (pointing towards B, seed 000), and stays fixed for the step. 80 bytes.
 #[repr(C)]
@@ -213,6 +215,13 @@ pub struct GpuStaticContact {
     pub _pad1: u32,
 }
 const _: () = assert!(size_of::<GpuStaticContact>() == 80);
+
+/// The static contact slots ([`GpuStaticContact`]) a dynamic body of shape `sh` has: a first
+/// contact per collider and core point, a second and a third per SDF. Twin of `slot_end` in
+/// shaders/bind_bodies.wgsl.
+pub(crate) fn static_slot_count(collider_count: u32, sdf_count: u32, sh: &GpuShape) -> u32 {
+    (collider_count + 2 * sdf_count) * sh.point_count
+}
 
 /// A particle as the solvers store it. 32 bytes.
 #[repr(C)]
@@ -884,9 +893,10 @@ impl Packed {
             let dynamic = desc.kind == BodyKind::Dynamic;
             let slot_offset = slot_count;
             if dynamic {
-                // A first contact per collider, and a second per SDF (see
-                // `cpu::stages::second_surface`).
-                slot_count += tables.shapes[shape as usize].point_count * (collider_count + world.sdfs.len() as u32);
+                // A first contact per collider, a second and a third per SDF (see
+                // `cpu::stages::surface_slot`).
+                slot_count +=
+                    static_slot_count(collider_count, world.sdfs.len() as u32, &tables.shapes[shape as usize]);
             }
             let orientation = quat_mul(desc.orientation, mp.principal_frame).normalize();
             let (linear_velocity, angular_velocity) = match desc.kind {

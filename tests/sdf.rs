@@ -310,42 +310,65 @@ fn bad_fields_get_typed_errors() {
 /// per point it sank 20 mm into the wall rolled in, 100 mm thrown (before `second_surface`).
 #[test]
 fn a_ball_rests_in_a_field_corner_as_between_planes() {
+    ball_in_a_corner(false);
+}
+
+/// The same in the corner of a room, where the floor and two walls of one field meet (a
+/// hollow box, or a union of three half spaces), gravity tilted towards both walls: a core
+/// point takes a third contact (`third_surface`), so the ball rests at (1 - r, r, 1 - r) as
+/// between three planes, held by three contacts, never more than 1 mm into any of them. With
+/// two surfaces per point it went 41 mm into a wall rolling in and rested 0.8 mm in.
+#[test]
+fn a_ball_rests_in_a_room_corner_as_between_three_planes() {
+    ball_in_a_corner(true);
+}
+
+/// A ball rolled and thrown into the corner of the floor (y = 0) and the wall x = 1 and, with
+/// `room`, the wall z = 1 too, each made by one field or by planes; see the two tests above.
+fn ball_in_a_corner(room: bool) {
     let r = 0.2;
-    let fields = [
-        Some(Sdf::hollow_box(Vec3::new(1.0, 2.0, 2.0)).translated(Vec3::new(0.0, 2.0, 0.0))),
-        Some(Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::X, -1.0))),
-        None,
-    ];
+    let depth = if room { 1.0 } else { 2.0 };
+    let mut slabs = Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::X, -1.0));
+    let mut planes = vec![Plane::new(Vec3::Y, 0.0), Plane::new(-Vec3::X, -1.0)];
+    if room {
+        slabs = slabs.union(Sdf::half_space(-Vec3::Z, -1.0));
+        planes.push(Plane::new(-Vec3::Z, -1.0));
+    }
+    let fields =
+        [Some(Sdf::hollow_box(Vec3::new(1.0, 2.0, depth)).translated(Vec3::new(0.0, 2.0, 0.0))), Some(slabs), None];
+    let across = if room { Vec3::new(1.0, 0.0, 1.0).normalize() } else { Vec3::X };
+    let rest = Vec3::new(1.0 - r, r, if room { 1.0 - r } else { 0.0 });
     for speed in [0.0, 6.0] {
         let mut rests = Vec::new();
         for field in &fields {
-            let mut w = common::world_with(Vec3::new(6.0, -10.0, 0.0));
+            let mut w = common::world_with(Vec3::new(6.0, -10.0, if room { 6.0 } else { 0.0 }));
             match field {
                 Some(sdf) => drop(w.add_sdf(SdfCollider::new(sdf.clone())).unwrap()),
                 None => {
-                    w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
-                    w.add_plane(Plane::new(-Vec3::X, -1.0)).unwrap();
+                    for plane in &planes {
+                        w.add_plane(*plane).unwrap();
+                    }
                 }
             }
             let desc = RigidBodyDesc::dynamic(Shape::sphere(r)).position(Vec3::new(0.0, r, 0.0));
-            let ball = w.add_body(desc.linear_velocity(Vec3::new(speed, 0.0, 0.0))).unwrap();
+            let ball = w.add_body(desc.linear_velocity(speed * across)).unwrap();
             for mut solver in common::solvers(&w) {
-                let (mut wall, mut floor) = (0.0_f32, 0.0_f32);
+                let mut deepest = Vec3::ZERO;
                 for _ in 0..120 {
                     solver.step();
                     let p = solver.body_state(ball).unwrap().position;
-                    (wall, floor) = (wall.max(p.x + r - 1.0), floor.max(r - p.y));
+                    deepest = deepest.max(Vec3::new(p.x + r - 1.0, r - p.y, if room { p.z + r - 1.0 } else { 0.0 }));
                 }
                 let p = solver.body_state(ball).unwrap().position;
                 let contacts = solver.stats().unwrap().contacts;
                 let kind = if field.is_some() { "field" } else { "planes" };
                 eprintln!(
-                    "{} {kind}, {speed} m/s: rests at {p}, into the wall {wall}, the floor {floor}",
+                    "{} {kind}, {speed} m/s: rests at {p}, deepest into the walls x and z and the floor {deepest}",
                     solver.backend()
                 );
-                assert!((p - Vec3::new(1.0 - r, r, 0.0)).length() < 1e-3, "{kind}: rests at {p}");
-                assert!(wall < 1e-3 && floor < 1e-3, "{kind}: {wall} m into the wall, {floor} into the floor");
-                assert_eq!(contacts, 2, "{kind}");
+                assert!((p - rest).length() < 1e-3, "{kind}: rests at {p}");
+                assert!(deepest.max_element() < 1e-3, "{kind}: {deepest} m into the walls x and z and the floor");
+                assert_eq!(contacts, if room { 3 } else { 2 }, "{kind}");
                 rests.push((solver.backend(), p));
             }
         }

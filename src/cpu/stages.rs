@@ -90,10 +90,11 @@ fn is_dynamic(props: &GpuBodyProps) -> bool {
 
 /// Vertex-versus-plane and vertex-versus-SDF detection and contact preparation (seed 000: every
 /// core point of a body against every static collider; an SDF's normal is its gradient at the
-/// point, and a point near a second surface of the field takes a second contact with it,
-/// [`second_surface`]). A slot becomes active when its support point is within
-/// the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
-/// impulses if it was active then (warm starting by feature key = slot). Also sets the world
+/// point, and a point near a second or third surface of the field takes a contact with each,
+/// [`second_surface`], [`third_surface`]). A slot becomes active when its support point is
+/// within the speculative margin `speculative_distance + max(0, -v_n) dt`; it keeps last step's
+/// impulses if it was active then (warm starting by feature key = slot; a field's surfaces by
+/// their normals, [`warm_sources`]). Also sets the world
 /// inverse inertia for the step's first substep (`integrate_position` updates it after each
 /// position update) and clears the step deltas of every body that moves.
 pub(crate) fn narrow_phase(buf: &mut Buffers) {
@@ -126,15 +127,20 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
             return;
         }
         // A contact of core point `core` along the normal `n` at `separation` (from the point's
-        // support `core - n radius`) in slot `slot`, or an empty slot beyond the margin.
-        let contact = |slot: &mut GpuStaticContact, core: Vec3, n: Vec3, separation: f32, collider: &GpuCollider| {
-            let old = *slot;
+        // support `core - n radius`) in slot `slot`, warm started from `old` (last step's contact
+        // of that surface), or an empty slot beyond the margin.
+        let contact = |slot: &mut GpuStaticContact,
+                       old: GpuStaticContact,
+                       core: Vec3,
+                       n: Vec3,
+                       separation: f32,
+                       collider: &GpuCollider| {
             let r = core - n * sh.radius;
             let vn = n.dot(b.linear_velocity + b.angular_velocity.cross(r));
             let margin = p.speculative_distance + (-vn).max(0.0) * p.dt;
             if separation >= margin {
                 // Most slots stay empty step after step: write only when one empties.
-                if old.in_contact != 0 {
+                if slot.in_contact != 0 {
                     *slot = GpuStaticContact::default();
                 }
                 return;
@@ -175,32 +181,84 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 if collider.node_count == 0 {
                     let n = collider.normal;
                     let separation = n.dot(b.position + (core - n * sh.radius)) - collider.offset;
-                    contact(&mut slots[slot], core, n, separation, &collider);
+                    let old = slots[slot];
+                    contact(&mut slots[slot], old, core, n, separation, &collider);
                     continue;
                 }
-                // The field's gradient at the core point is the normal of the nearest surface.
+                // The field's gradient at the core point is the normal of the nearest surface;
+                // a concave corner's other walls are found from the point lifted off it
+                // (`second_surface`, `third_surface`).
                 let x = b.position + core;
                 let (d, n) = evaluate_program(geometry, collider.first_node, collider.node_count, x);
-                contact(&mut slots[slot], core, n, d - sh.radius, &collider);
-                // A second surface (a concave corner's other wall): see `second_surface`.
                 let speed = (b.linear_velocity + b.angular_velocity.cross(core)).length();
                 let reach = p.speculative_distance + speed * p.dt;
-                let second = second_slot(p, &sh, collider_index, k);
-                match second_surface(geometry, &collider, x, d - sh.radius, n, reach) {
-                    Some((n2, d2)) => contact(&mut slots[second], core, n2, d2 - sh.radius, &collider),
-                    None if slots[second].in_contact != 0 => slots[second] = GpuStaticContact::default(),
-                    None => {}
+                let second = second_surface(geometry, &collider, x, d - sh.radius, n, reach);
+                let third = second.and_then(|(n2, d2)| {
+                    third_surface(geometry, &collider, x, (n, d - sh.radius), (n2, d2 - sh.radius), reach)
+                });
+                let surfaces = [Some((n, d)), second, third];
+                let at = SURFACES.map(|surface| surface_slot(p, &sh, collider_index, k, surface));
+                let old = at.map(|slot| slots[slot]);
+                let from = warm_sources(&old, surfaces.map(|s| s.map(|(n, _)| n)));
+                for surface in SURFACES {
+                    let slot = at[surface as usize];
+                    match surfaces[surface as usize] {
+                        Some((n, d)) => {
+                            let warm = from[surface as usize].map_or_else(GpuStaticContact::default, |j| old[j]);
+                            contact(&mut slots[slot], warm, core, n, d - sh.radius, &collider);
+                        }
+                        None if slots[slot].in_contact != 0 => slots[slot] = GpuStaticContact::default(),
+                        None => {}
+                    }
                 }
             }
         }
     });
 }
 
-/// The slot, within a body's slots, of the second contact of core point `k` against SDF
-/// collider `collider_index` (planes have none): after every collider's first contacts, one
-/// block of `point_count` per SDF. Twin of `second_slot_index` in shaders/bind_bodies.wgsl.
-pub(crate) fn second_slot(p: &StepParams, sh: &GpuShape, collider_index: u32, k: u32) -> usize {
-    ((p.collider_count + collider_index - p.plane_count) * sh.point_count + k) as usize
+/// The surfaces of one SDF a core point can take contacts with: its nearest (0), a second
+/// ([`second_surface`]) and a third ([`third_surface`]).
+pub(crate) const SURFACES: [u32; 3] = [0, 1, 2];
+
+/// The slot, within a body's slots, of core point `k`'s contact with surface `surface` (of
+/// [`SURFACES`]) of collider `collider_index`: the first surfaces, one block of `point_count`
+/// per collider, then one block per SDF for the second surfaces, then one per SDF for the
+/// third (planes have one surface). Twin of `surface_slot_index` in
+/// shaders/bind_bodies.wgsl.
+pub(crate) fn surface_slot(p: &StepParams, sh: &GpuShape, collider_index: u32, k: u32, surface: u32) -> usize {
+    let block = if surface == 0 {
+        collider_index
+    } else {
+        p.collider_count + (surface - 1) * (p.collider_count - p.plane_count) + collider_index - p.plane_count
+    };
+    (block * sh.point_count + k) as usize
+}
+
+/// Which of a point's last contacts with a field (`old`, its slots' contents) warm starts each
+/// of its new contacts (their `normals`, `None` where it has none): for each in turn, the
+/// unused old contact whose normal is nearest its own, if within
+/// [`crate::sdf::SDF_SECOND_SURFACE_COS`] (the first of equals). Which wall of a corner is a
+/// point's nearest, or its second, can change from step to step; the impulses follow the wall,
+/// not the slot. Twin of `warm_sources` in shaders/narrow_phase.wgsl.
+pub(crate) fn warm_sources(old: &[GpuStaticContact; 3], normals: [Option<Vec3>; 3]) -> [Option<usize>; 3] {
+    let mut used = [false; 3];
+    normals.map(|normal| {
+        let n = normal?;
+        let mut best: Option<(usize, f32)> = None;
+        for (j, c) in old.iter().enumerate() {
+            let cos = c.normal.dot(n);
+            if c.in_contact != 0
+                && !used[j]
+                && cos >= crate::sdf::SDF_SECOND_SURFACE_COS
+                && best.is_none_or(|b| cos > b.1)
+            {
+                best = Some((j, cos));
+            }
+        }
+        let (j, _) = best?;
+        used[j] = true;
+        Some(j)
+    })
 }
 
 /// A second surface of an SDF collider near core point `x`, whose nearest surface has the
@@ -228,6 +286,36 @@ pub(crate) fn second_surface(
     let (d, n2) = evaluate_program(geometry, collider.first_node, collider.node_count, x + n * lift);
     let cos = n2.dot(n);
     (cos < crate::sdf::SDF_SECOND_SURFACE_COS).then_some((n2, d - lift * cos))
+}
+
+/// A third surface of an SDF collider near core point `x`, whose first two surfaces have the
+/// normals and separations (of the support point) `first` and `second`: the field is evaluated
+/// at `x` lifted along both normals until the support point is `reach` above both planes,
+/// `x + a n1 + b n2` with `a + b c = reach - s1` and `a c + b = reach - s2` (`c = n1 · n2`). A
+/// normal there unlike both (as in [`second_surface`]) is a third surface within reach: the
+/// third wall of a room's corner. Returns its normal and the core point's distance to it,
+/// linearized from the lifted point. Only where the second surface is within `reach`, and
+/// where the two normals are more than about 18° from parallel or opposite (the far wall of a
+/// narrow gap leaves no corner to lift into). Twin of `third_surface` in
+/// shaders/narrow_phase.wgsl.
+pub(crate) fn third_surface(
+    geometry: &[glam::Vec4],
+    collider: &GpuCollider,
+    x: Vec3,
+    first: (Vec3, f32),
+    second: (Vec3, f32),
+    reach: f32,
+) -> Option<(Vec3, f32)> {
+    let ((n1, s1), (n2, s2)) = (first, second);
+    let c = n1.dot(n2);
+    if s2 >= reach || c.abs() >= crate::sdf::SDF_SECOND_SURFACE_COS {
+        return None;
+    }
+    let (l1, l2, det) = (reach - s1, reach - s2, 1.0 - c * c);
+    let lift = n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det);
+    let (d, n3) = evaluate_program(geometry, collider.first_node, collider.node_count, x + lift);
+    let cos = crate::sdf::SDF_SECOND_SURFACE_COS;
+    (n3.dot(n1) < cos && n3.dot(n2) < cos).then_some((n3, d - lift.dot(n3)))
 }
 
 /// The larger eigenvalue of the symmetric 2x2 matrix `[[a, b], [b, c]]`.
@@ -554,10 +642,13 @@ fn solve_contacts(
             m.apply(r, applied * n);
         };
         group.iter_mut().filter(|c| c.in_contact != 0).for_each(|c| normal_row(c, m));
-        // A field's second contacts (`second_surface`), point by point.
+        // A field's second and third contacts (`second_surface`, `third_surface`), point by
+        // point.
         if collider.node_count != 0 {
-            let second = &mut contacts[second_slot(p, sh, collider_index, 0)..][..sh.point_count as usize];
-            second.iter_mut().filter(|c| c.in_contact != 0).for_each(|c| normal_row(c, m));
+            for surface in [1, 2] {
+                let block = &mut contacts[surface_slot(p, sh, collider_index, 0, surface)..][..sh.point_count as usize];
+                block.iter_mut().filter(|c| c.in_contact != 0).for_each(|c| normal_row(c, m));
+            }
         }
     }
     for c in contacts.iter_mut().filter(|c| c.in_contact != 0) {
@@ -724,9 +815,10 @@ pub(crate) fn body_stats(
                 evaluate_program(geometry, collider.first_node, collider.node_count, x).0 - sh.radius
             };
             max_penetration = max_penetration.max(-s);
-            count += contacts[(pr.slot_offset + collider_index * sh.point_count + k) as usize].in_contact;
-            if collider.node_count != 0 {
-                count += contacts[pr.slot_offset as usize + second_slot(params, &sh, collider_index, k)].in_contact;
+            let surfaces = if collider.node_count == 0 { &SURFACES[..1] } else { &SURFACES[..] };
+            for &surface in surfaces {
+                count += contacts[pr.slot_offset as usize + surface_slot(params, &sh, collider_index, k, surface)]
+                    .in_contact;
             }
         }
     }
@@ -737,8 +829,8 @@ pub(crate) fn body_stats(
 mod tests {
     use glam::Vec3;
 
-    use super::second_surface;
-    use crate::layout::GpuCollider;
+    use super::{second_surface, third_surface, warm_sources};
+    use crate::layout::{GpuCollider, GpuStaticContact};
     use crate::sdf::{Sdf, evaluate_program};
 
     /// `second_surface` at `x` in `sdf`, from its nearest surface there, for a reach of 0.1 m.
@@ -775,5 +867,76 @@ mod tests {
         let gap = Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::Y, -0.06));
         let (n, d) = second(&gap, Vec3::new(0.0, 0.02, 0.0)).expect("the ceiling");
         assert!((n - -Vec3::Y).length() < 1e-6 && (d - 0.04).abs() < 1e-6, "{n} {d}");
+    }
+
+    /// `third_surface` at `x` in `sdf`, from its first two surfaces there (which it checks
+    /// it has), for a reach of 0.1 m.
+    fn third(sdf: &Sdf, x: Vec3) -> Option<(Vec3, f32)> {
+        let program = sdf.compile();
+        let collider = GpuCollider { node_count: program.node_count, ..GpuCollider::default() };
+        let (d, n) = evaluate_program(&program.data, 0, program.node_count, x);
+        let (n2, d2) = second_surface(&program.data, &collider, x, d, n, 0.1).expect("a second surface");
+        third_surface(&program.data, &collider, x, (n, d), (n2, d2), 0.1)
+    }
+
+    /// The third wall of a room's corner within reach, with its distance, whichever wall is
+    /// nearest, and in an acute corner; none where a corner has two walls, past reach, or in a
+    /// narrow gap.
+    #[test]
+    fn a_third_surface_is_a_rooms_third_wall() {
+        let room = Sdf::hollow_box(Vec3::new(1.0, 1.0, 1.0));
+        // 0.02 m above the floor, 0.05 m from the wall x = 1, 0.07 from the wall z = 1.
+        let (n, d) = third(&room, Vec3::new(0.95, -0.98, 0.93)).expect("the wall z");
+        assert!((n - -Vec3::Z).length() < 1e-6 && (d - 0.07).abs() < 1e-6, "{n} {d}");
+        // Nearest the wall z, then the floor: the third is the wall x.
+        let (n, d) = third(&room, Vec3::new(0.94, -0.97, 0.99)).expect("the wall x");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.06).abs() < 1e-6, "{n} {d}");
+        // Inside the floor by 0.01 m, 0.05 from the wall x, 0.08 from the wall z.
+        let (n, d) = third(&room, Vec3::new(0.95, -1.01, 0.92)).expect("the wall z");
+        assert!((n - -Vec3::Z).length() < 1e-6 && (d - 0.08).abs() < 1e-5, "{n} {d}");
+        // The same corner of a union of three half spaces.
+        let slabs = Sdf::half_space(Vec3::Y, -1.0)
+            .union(Sdf::half_space(-Vec3::X, -1.0))
+            .union(Sdf::half_space(-Vec3::Z, -1.0));
+        let (n, d) = third(&slabs, Vec3::new(0.95, -0.98, 0.93)).expect("the wall z");
+        assert!((n - -Vec3::Z).length() < 1e-6 && (d - 0.07).abs() < 1e-6, "{n} {d}");
+        // A corner of 60° between the floor and a wall leaning over it (their normals 120°
+        // apart), and the wall z = 1: 0.03 m above the floor, 0.04 from the leaning wall, 0.05
+        // from the wall z.
+        let lean = Vec3::new(-(3.0_f32.sqrt()) / 2.0, -0.5, 0.0);
+        let wedge =
+            Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(lean, lean.x)).union(Sdf::half_space(-Vec3::Z, -1.0));
+        let (n, d) = third(&wedge, Vec3::new(1.0 - 0.055 / -lean.x, 0.03, 0.95)).expect("the wall z");
+        assert!((n - -Vec3::Z).length() < 1e-5 && (d - 0.05).abs() < 1e-5, "{n} {d}");
+        // Two walls only; the third 0.15 m away, beyond reach.
+        assert_eq!(third(&room, Vec3::new(0.95, -0.98, 0.5)), None);
+        assert_eq!(third(&room, Vec3::new(0.95, -0.98, 0.85)), None);
+        // A gap 0.06 m high ending at the wall x = 1: the floor and the ceiling leave no corner
+        // to lift into.
+        let gap = Sdf::half_space(Vec3::Y, 0.0)
+            .union(Sdf::half_space(-Vec3::Y, -0.06))
+            .union(Sdf::half_space(-Vec3::X, -1.0));
+        assert_eq!(third(&gap, Vec3::new(0.95, 0.02, 0.0)), None);
+    }
+
+    /// A point's new contacts with a field take their warm start from last step's contact with
+    /// the same surface, whichever slot held it; a surface new within 18° takes none, and an
+    /// old contact warm starts one new contact at most.
+    #[test]
+    fn warm_starts_follow_the_surface_not_the_slot() {
+        let old = |n: Vec3| GpuStaticContact { normal: n, in_contact: 1, ..GpuStaticContact::default() };
+        let (x, y, z) = (-Vec3::X, Vec3::Y, -Vec3::Z);
+        let last = [old(y), old(x), old(z)];
+        assert_eq!(warm_sources(&last, [Some(x), Some(y), Some(z)]), [Some(1), Some(0), Some(2)]);
+        assert_eq!(warm_sources(&last, [Some(z), Some(x), None]), [Some(2), Some(1), None]);
+        // 30° from the floor: another surface.
+        let tilted = Vec3::new(0.5, 0.75_f32.sqrt(), 0.0);
+        assert_eq!(warm_sources(&last, [Some(tilted), Some(x), None]), [None, Some(1), None]);
+        // An empty slot warm starts nothing.
+        let emptied = [GpuStaticContact { in_contact: 0, ..last[0] }, last[1], last[2]];
+        assert_eq!(warm_sources(&emptied, [Some(y), None, None]), [None, None, None]);
+        // Two new normals near one old: the first takes it.
+        let near = Vec3::new(0.1, 1.0, 0.0).normalize();
+        assert_eq!(warm_sources(&last, [Some(near), Some(y), None]), [Some(0), None, None]);
     }
 }

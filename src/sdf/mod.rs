@@ -11,12 +11,16 @@
 //! Bodies meet an SDF collider the way they meet a plane (seed 000): every core point of a
 //! body (hull vertices, sphere and capsule centres with their radius) is tested against the
 //! field, and a point within the speculative margin becomes a contact whose normal is the
-//! gradient there. One point makes at most two contacts per collider: with the nearest
-//! surface, and with a second one found by evaluating the field again at the point lifted off
-//! the first along its normal (a concave corner's other wall, a narrow gap's far wall), so a
-//! ball or a vertex in a corner of one field rests as between two planes. A third surface (the
-//! corner of a room, where three walls meet) is not held for that point: build such corners
-//! from several colliders (or planes) when a single point presses into all three.
+//! gradient there. One point makes at most three contacts per collider: with the nearest
+//! surface, with a second one found by evaluating the field again at the point lifted off the
+//! first along its normal (a concave corner's other wall, a narrow gap's far wall), and with a
+//! third found from the point lifted off both (the third wall of a room's corner), so a ball or
+//! a vertex in a corner of one field rests as between two or three planes. No third is sought
+//! where the first two surfaces face each other within about 18° (a narrow gap's floor and
+//! ceiling): a point in the closed end of a narrow gap meets its floor and its ceiling or its
+//! end wall, not all three; build such a slot from several colliders if a single point must
+//! press into all three. Each contact is warm started from last step's contact with the same
+//! surface (the normal within about 18°), whichever of the point's slots held it.
 
 mod grid;
 mod tree;
@@ -36,7 +40,9 @@ use crate::math::{quat_mul, quat_normalize, rotate, rotate_inv};
 pub const SDF_STACK_DEPTH: u32 = 8;
 /// Below this cosine between the normal of a point's nearest surface of a field and that of
 /// the surface found from the point lifted off it (about 18°), the two are different surfaces
-/// and the point takes a second contact (`cpu::stages::second_surface`).
+/// and the point takes a second contact (`cpu::stages::second_surface`; a third likewise,
+/// `third_surface`). Above it, last step's contact of a surface warm starts this step's
+/// (`cpu::stages::warm_sources`).
 pub(crate) const SDF_SECOND_SURFACE_COS: f32 = 0.95;
 /// `Vec4`s per compiled node: rotation, translation with kind, parameters, and the offset of a
 /// grid's samples from the program's start.
