@@ -27,7 +27,10 @@ for spec in "$@"; do
   if [[ ! -x $bin ]]; then
     tree=$(mktemp -d)
     git worktree add -q --detach "$tree" "$short"
-    (cd "$tree" && CARGO_TARGET_DIR=$target cargo build -q --release --example "$example")
+    # This crate's artifacts go first: a worktree left by a failed run would otherwise keep a
+    # fingerprint that passes for any commit's.
+    (cd "$tree" && CARGO_TARGET_DIR=$target cargo clean -q --release -p signorini &&
+      CARGO_TARGET_DIR=$target cargo build -q --release --example "$example")
     cp "$target/release/examples/$example" "$bin"
     strip "$bin"
     git worktree remove --force "$tree"

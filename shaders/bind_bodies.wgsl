@@ -31,7 +31,7 @@ fn surface_slot_index(pr: BodyProps, sh: Shape, collider: u32, point: u32, surfa
 }
 
 // One past a body's last slot: a first contact per collider and point, a second and a third per
-// SDF. Twin of `slot_count` in src/cpu/stages.rs.
+// SDF. Twin of `static_slot_count` in src/layout.rs.
 fn slot_end(pr: BodyProps, sh: Shape) -> u32 {
     return pr.slot_offset + (3u * params.collider_count - 2u * params.plane_count) * sh.point_count;
 }

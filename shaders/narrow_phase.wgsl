@@ -55,9 +55,14 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             if surfaces[1].found {
                 surfaces[2] = third_surface(collider, x, field.xyz, field.w - sh.radius, surfaces[1].normal, surfaces[1].distance - sh.radius, reach);
             }
+            // Only the slots in contact warm start (the others stay zeros, out of contact):
+            // far from the field a point reads three words, not three contacts.
             var old: array<StaticContact, 3>;
             for (var surface = 0u; surface < 3u; surface++) {
-                old[surface] = contacts[surface_slot_index(pr, sh, collider_index, k, surface)];
+                let at = surface_slot_index(pr, sh, collider_index, k, surface);
+                if contacts[at].in_contact != 0u {
+                    old[surface] = contacts[at];
+                }
             }
             var sources = warm_sources(&old, &surfaces);
             for (var surface = 0u; surface < 3u; surface++) {

@@ -17,9 +17,9 @@
 //! third found from the point lifted off both (the third wall of a room's corner), so a ball or
 //! a vertex in a corner of one field rests as between two or three planes. No third is sought
 //! where the first two surfaces face each other within about 18° (a narrow gap's floor and
-//! ceiling): a point in the closed end of a narrow gap meets its floor and its ceiling or its
-//! end wall, not all three; build such a slot from several colliders if a single point must
-//! press into all three. Each contact is warm started from last step's contact with the same
+//! ceiling): a point in the closed end of a narrow gap, whose second surface is the ceiling,
+//! meets its floor and its ceiling but not its end wall; build such a slot from several
+//! colliders if a single point must press into all three. Each contact is warm started from last step's contact with the same
 //! surface (the normal within about 18°), whichever of the point's slots held it.
 
 mod grid;
