@@ -47,6 +47,9 @@ enum Scene {
     /// A 100 x 100 net of spheres on 19,701 ball joints hanging from its top row (`--bodies`
     /// ignored).
     JointGrid,
+    /// The joint grid with welds instead of ball joints (not in the benchmark set; `--bodies`
+    /// ignored).
+    WeldGrid,
     /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
     /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.
     Ragdolls,
@@ -341,6 +344,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::ManyPyramids => scenes::many_pyramids(desc),
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::JointGrid => scenes::joint_grid(desc),
+        Scene::WeldGrid => scenes::weld_grid(desc),
         Scene::Ragdolls => scenes::ragdolls(desc, args.bodies.div_ceil(11).max(1)),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
@@ -781,7 +785,13 @@ mod rapier_side {
                         None => hinge,
                     }
                 }
-                _ => return Err("the Rapier side builds ball joints (with cones and twists) and hinges only".into()),
+                // A weld: every axis locked, holding the frames' relative pose at creation.
+                (signorini::JointKind::Fixed, _) => framed(Vec3::X, rp::JointAxesMask::LOCKED_FIXED_AXES),
+                _ => {
+                    return Err(
+                        "the Rapier side builds ball joints (with cones and twists), hinges and welds only".into()
+                    );
+                }
             };
             w.impulse_joints.insert(h1, h2, generic.build(), true);
         }

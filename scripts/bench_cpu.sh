@@ -25,3 +25,5 @@ run convex-pile --scene convex-pile --warmup 60 --steps 30
 run joint-grid --scene joint-grid --iterations 1 --warmup 30 --steps 30
 # 64 ragdolls: coned and twist-limited ball joints and limited hinges, on both engines.
 run ragdolls-704 --scene ragdolls --bodies 704 --warmup 60 --steps 120
+# The joint grid with welds (not in the benchmark set): welds on both engines.
+run weld-grid --scene weld-grid --warmup 30 --steps 30

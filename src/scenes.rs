@@ -223,7 +223,20 @@ pub fn many_pyramids(desc: WorldDesc) -> Result<World> {
 /// The benchmark set lists 19,800: its 99 joints between two static bodies of row 0 hold
 /// nothing, and a world refuses them. The spheres do not collide (`body_contacts` off), and
 /// there is no ground. The grid falls and swings as a net hanging from its top row.
-pub fn joint_grid(mut desc: WorldDesc) -> Result<World> {
+pub fn joint_grid(desc: WorldDesc) -> Result<World> {
+    joint_grid_of(desc, false)
+}
+
+/// `weld_grid`: [`joint_grid`] with welds instead of ball joints (not in the benchmark set):
+/// a plate of 10,000 spheres welded to their neighbours, hanging from its top row, which sags
+/// as far as the soft welds let it.
+pub fn weld_grid(desc: WorldDesc) -> Result<World> {
+    joint_grid_of(desc, true)
+}
+
+/// [`joint_grid`] with ball joints, or with welds.
+fn joint_grid_of(mut desc: WorldDesc, welds: bool) -> Result<World> {
+    let joint = if welds { crate::JointDesc::fixed } else { crate::JointDesc::spherical };
     desc.solver.body_contacts = false;
     let mut world = World::new(desc)?;
     let n = 100;
@@ -241,18 +254,10 @@ pub fn joint_grid(mut desc: WorldDesc) -> Result<World> {
         for i in 0..n {
             let position = Vec3::new(k as f32, -(i as f32), 0.0);
             if i > 0 {
-                world.add_joint(crate::JointDesc::spherical(
-                    at(k, i - 1),
-                    at(k, i),
-                    position + Vec3::new(0.0, 0.5, 0.0),
-                ))?;
+                world.add_joint(joint(at(k, i - 1), at(k, i), position + Vec3::new(0.0, 0.5, 0.0)))?;
             }
             if k > 0 && i > 0 {
-                world.add_joint(crate::JointDesc::spherical(
-                    at(k - 1, i),
-                    at(k, i),
-                    position - Vec3::new(0.5, 0.0, 0.0),
-                ))?;
+                world.add_joint(joint(at(k - 1, i), at(k, i), position - Vec3::new(0.5, 0.0, 0.0)))?;
             }
         }
     }

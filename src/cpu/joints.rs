@@ -13,10 +13,10 @@
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color; runs of one kind of joint (plain, coned,
-//! or coned and twist-limited ball joints, free or limited hinges: `lanes::JointKind`) go
-//! through the same arithmetic several at once, in SIMD lanes (`lanes::joints`), with the same
-//! bits. Welds, sliders, universal joints, points on planes, motors and broken joints run one
-//! at a time.
+//! or coned and twist-limited ball joints, free or limited hinges, welds: `lanes::JointKind`)
+//! go through the same arithmetic several at once, in SIMD lanes (`lanes::joints`), with the
+//! same bits. Sliders, universal joints, points on planes, motors and broken joints run one at
+//! a time.
 
 use bytemuck::Zeroable;
 use glam::{Mat3, Quat, Vec3};
@@ -831,6 +831,7 @@ mod tests {
         ConeTwist,
         Hinge,
         LimitedHinge,
+        Weld,
         MotorHinge,
     }
 
@@ -845,6 +846,7 @@ mod tests {
             Built::ConeTwist => (JOINT_ANGULAR_FREE, JOINT_LIMITED | JOINT_TWIST),
             Built::Hinge => (JOINT_ANGULAR_HINGE, 0),
             Built::LimitedHinge => (JOINT_ANGULAR_HINGE, JOINT_LIMITED),
+            Built::Weld => (JOINT_ANGULAR_LOCKED, 0),
             Built::MotorHinge => (JOINT_ANGULAR_HINGE, JOINT_LIMITED | JOINT_MOTOR),
         };
         let unit = |r: &mut Numbers| (r.vec3() + Vec3::new(0.0, 0.0, 1.5)).normalize();
@@ -882,6 +884,11 @@ mod tests {
             upper_impulse: 0.05 * r.next().abs(),
             motor_impulse: 0.05 * r.next(),
             twist_upper_impulse: 0.05 * r.next().abs(),
+            reference: if kind == Built::Weld {
+                Quat::from_axis_angle(unit(r), 2.0 * r.next())
+            } else {
+                Quat::IDENTITY
+            },
             ..GpuJoint::zeroed()
         }
     }
@@ -893,14 +900,14 @@ mod tests {
     /// joints); and a color with a joint of another kind among ball joints.
     fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, Vec<GpuBody>, Vec<GpuSolverBody>) {
         use Built::*;
-        let kinds = [Ball, Cone, ConeTwist, Hinge, LimitedHinge, MotorHinge, Plane];
+        let kinds = [Ball, Cone, ConeTwist, Hinge, LimitedHinge, Weld, MotorHinge, Plane];
         let n = 4 + 2 * 500;
         let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
         for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 130, 130, 130].into_iter().enumerate() {
             for k in 0..count {
-                let kind = if c == 10 { kinds[k % 7] } else { kinds[(k / 17 + c) % 6] };
+                let kind = if c == 10 { kinds[k % 8] } else { kinds[(k / 17 + c) % 7] };
                 joints.push(joint(4 + 2 * k, 5 + 2 * k, kind, &bodies, r));
             }
             colors.push(joints.len() as u32);
@@ -946,8 +953,8 @@ mod tests {
         let (mut joints, mut runs) = (joints, Vec::new());
         kind_runs(&mut joints, &colors, &mut runs, |_| {});
         // Every kind the lanes take has a run of 17 in some color, and no run crosses a color.
-        for kind in [JointKind::Ball, JointKind::Cone, JointKind::ConeTwist, JointKind::Hinge, JointKind::LimitedHinge]
-        {
+        use JointKind::{Ball, Cone, ConeTwist, Hinge, LimitedHinge, Weld};
+        for kind in [Ball, Cone, ConeTwist, Hinge, LimitedHinge, Weld] {
             assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");
         }
         assert!(runs.iter().all(|r| colors.iter().all(|&c| c <= r.start || c >= r.end)));

@@ -1,6 +1,6 @@
 //! Joints of one color, several at once, one in each lane: the warm start and the sweeps of
 //! `cpu::joints` for the kinds of [`Kind`] (a point held, with no angular part, a cone, a cone
-//! and twist limits, a hinge or a limited hinge), with the same arithmetic in the same order,
+//! and twist limits, a hinge, a limited hinge or a weld), with the same arithmetic in the same order,
 //! so the same bits as one joint at a time (tested there).
 //!
 //! The joints of one color share no dynamic body, so the lanes are independent. Each call takes
@@ -10,11 +10,11 @@
 
 use glam::Vec4;
 
-use super::{Lanes, M3, Q4, Simd, V3, tangent_basis_lanes};
+use super::{Lanes, M3, Q4, Simd, V3, quat_mul, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_LIMITED, JOINT_LINEAR_POINT,
-    JOINT_TWIST, StepParams,
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED,
+    JOINT_LINEAR_POINT, JOINT_TWIST, StepParams,
 };
 
 /// The joints the lanes take, each with its anchors held together (`JOINT_LINEAR_POINT`) and
@@ -31,6 +31,8 @@ pub(in crate::cpu) enum Kind {
     Hinge,
     /// A hinge with limits.
     LimitedHinge,
+    /// A weld: the point and B's orientation relative to A's held.
+    Weld,
 }
 
 impl Kind {
@@ -46,6 +48,7 @@ impl Kind {
             (JOINT_ANGULAR_FREE, f) if f == JOINT_LIMITED | JOINT_TWIST => Some(Self::ConeTwist),
             (JOINT_ANGULAR_HINGE, 0) => Some(Self::Hinge),
             (JOINT_ANGULAR_HINGE, JOINT_LIMITED) => Some(Self::LimitedHinge),
+            (JOINT_ANGULAR_LOCKED, 0) => Some(Self::Weld),
             _ => None,
         }
     }
@@ -57,6 +60,7 @@ const CONE: u8 = 1;
 const CONE_TWIST: u8 = 2;
 const HINGE: u8 = 3;
 const LIMITED_HINGE: u8 = 4;
+const WELD: u8 = 5;
 
 /// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits.
 const fn cone(k: u8) -> bool {
@@ -71,9 +75,13 @@ const fn hinge(k: u8) -> bool {
 const fn limited_hinge(k: u8) -> bool {
     k == LIMITED_HINGE
 }
+/// Whether kind `K` holds B's orientation relative to A's (a weld's angular rows).
+const fn weld(k: u8) -> bool {
+    k == WELD
+}
 /// Whether kind `K` reads the joint's axes.
 const fn axes(k: u8) -> bool {
-    k != BALL
+    k != BALL && k != WELD
 }
 /// Whether kind `K` holds a turn about an axis within limits (a twist, a hinge's angle): it
 /// reads the reference directions and writes the lower limit's impulse.
@@ -153,7 +161,8 @@ impl<L: Lanes> Sides<L> {
 }
 
 /// The words of `L::N` joints that kind `K` reads, by rows of `GpuJoint`: the anchors with the
-/// limits (words 4..12), the axes (12..20), the centres' offset with the lower, linear and
+/// limits (words 4..12), the axes (12..20), a weld's reference orientation (24..28), the
+/// centres' offset with the lower, linear and
 /// upper impulses (28..36), the angular and motor impulses with A's reference direction
 /// (36..44), B's reference direction with the upper twist impulse (44..48). Rows a kind does
 /// not read are zeros; the rows written back hold the impulses, with the other words of those
@@ -161,6 +170,7 @@ impl<L: Lanes> Sides<L> {
 struct Words<L> {
     anchors: [L; 8],
     axes: [L; 8],
+    reference: [L; 4],
     impulses: [L; 8],
     angular: [L; 8],
     references: [L; 4],
@@ -173,6 +183,7 @@ impl<L: Lanes> Words<L> {
         Self {
             anchors: L::transpose8(|l| eight(joint_words(&joints[l]), 4)),
             axes: if axes(K) { L::transpose8(|l| eight(joint_words(&joints[l]), 12)) } else { zeros },
+            reference: if weld(K) { L::transpose4(|l| four(joint_words(&joints[l]), 24)) } else { [zeros[0]; 4] },
             impulses: L::transpose8(|l| eight(joint_words(&joints[l]), 28)),
             angular: if turn_limits(K) {
                 L::transpose8(|l| eight(joint_words(&joints[l]), 36))
@@ -220,6 +231,11 @@ impl<L: Lanes> Words<L> {
     #[inline(always)]
     fn axis_b(&self) -> V3<L> {
         Self::v3(&self.axes, 4)
+    }
+    #[inline(always)]
+    fn reference(&self) -> Q4<L> {
+        let [x, y, z, w] = self.reference;
+        Q4 { u: V3 { x, y, z }, w }
     }
     #[inline(always)]
     fn delta_center(&self) -> V3<L> {
@@ -440,7 +456,7 @@ fn solve<const K: u8, L: Lanes>(
     let (zero, one) = (L::splat(0.0), L::splat(1.0));
     let (mut a, mut b) =
         (Sides::<L>::load(pairs, joints, solver_bodies, 0), Sides::<L>::load(pairs, joints, solver_bodies, 1));
-    if !hinge(K) {
+    if !hinge(K) && !weld(K) {
         // No angular block: the one-joint code applies a zero angular impulse, `I 0`, which is
         // +0 in every component (a diagonal entry is positive, or all are zero): it turns a
         // -0.0 of B's angular velocity into +0.0, and leaves A's `ω - (+0)` as it is.
@@ -485,6 +501,24 @@ fn solve<const K: u8, L: Lanes>(
                 limit_row(p, upper - angle, axis_a.neg(), accumulated, axial_mass, &mut a, &mut b, use_bias);
             words.impulses[UPPER] = upper_row;
         }
+    }
+    if weld(K) {
+        // B's orientation against the one the weld holds it at, as a rotation vector.
+        let k = summed(&a.inv_inertia, &b.inv_inertia);
+        let held = quat_mul(&a.q, &words.reference());
+        let e = quat_mul(&b.q, &Q4 { u: held.u.neg(), w: held.w });
+        let sign = L::select(e.w.ge(zero), L::splat(2.0), L::splat(-2.0));
+        let error = e.u.scale(sign);
+        let c = b.w.sub(a.w).add(error.scale(rate));
+        // `math::mat3_inverse(k) * c`, as for the point below.
+        let (r0, r1, r2) = (k.y_axis.cross(k.z_axis), k.z_axis.cross(k.x_axis), k.x_axis.cross(k.y_axis));
+        let inv_det = one / k.x_axis.dot(r0);
+        let x = V3 { x: r0.scale(inv_det).dot(c), y: r1.scale(inv_det).dot(c), z: r2.scale(inv_det).dot(c) };
+        let accumulated = words.angular_impulse();
+        let angular = x.scale(-mass_scale).sub(accumulated.scale(impulse_scale));
+        Words::set(&mut words.angular, 0, accumulated.add(angular));
+        a.w = a.w.sub(a.inv_inertia.mul(angular));
+        b.w = b.w.add(b.inv_inertia.mul(angular));
     }
     if cone(K) {
         // The cone pushes B's axis back towards A's, along minus the direction across them.
@@ -563,6 +597,7 @@ macro_rules! by_kind {
             Kind::ConeTwist => call!(CONE_TWIST),
             Kind::Hinge => call!(HINGE),
             Kind::LimitedHinge => call!(LIMITED_HINGE),
+            Kind::Weld => call!(WELD),
         }
     }};
 }
