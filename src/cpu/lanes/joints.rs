@@ -162,11 +162,10 @@ impl<L: Lanes> Sides<L> {
 
 /// The words of `L::N` joints that kind `K` reads, by rows of `GpuJoint`: the anchors with the
 /// limits (words 4..12), the axes (12..20), a weld's reference orientation (24..28), the
-/// centres' offset with the lower, linear and
-/// upper impulses (28..36), the angular and motor impulses with A's reference direction
-/// (36..44), B's reference direction with the upper twist impulse (44..48). Rows a kind does
-/// not read are zeros; the rows written back hold the impulses, with the other words of those
-/// rows as they were read.
+/// centres' offset with the lower, linear and upper impulses (28..36), the angular and motor
+/// impulses with A's reference direction (36..44), B's reference direction with the upper
+/// twist impulse (44..48). Rows a kind does not read are zeros; the rows written back hold the
+/// impulses, with the other words of those rows as they were read.
 struct Words<L> {
     anchors: [L; 8],
     axes: [L; 8],
