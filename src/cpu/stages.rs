@@ -833,12 +833,23 @@ mod tests {
     use crate::layout::{GpuCollider, GpuStaticContact};
     use crate::sdf::{Sdf, evaluate_program};
 
-    /// `second_surface` at `x` in `sdf`, from its nearest surface there, for a reach of 0.1 m.
-    fn second(sdf: &Sdf, x: Vec3) -> Option<(Vec3, f32)> {
+    /// A surface as the surface functions give it: its normal and the point's distance.
+    type Surface = Option<(Vec3, f32)>;
+
+    /// `second_surface` at `x` in `sdf`, from its nearest surface there, and `third_surface`
+    /// from the first two where there is a second, as the narrow phase calls them, for a
+    /// reach of 0.1 m.
+    fn surfaces(sdf: &Sdf, x: Vec3) -> (Surface, Surface) {
         let program = sdf.compile();
         let collider = GpuCollider { node_count: program.node_count, ..GpuCollider::default() };
         let (d, n) = evaluate_program(&program.data, 0, program.node_count, x);
-        second_surface(&program.data, &collider, x, d, n, 0.1)
+        let second = second_surface(&program.data, &collider, x, d, n, 0.1);
+        let third = second.and_then(|s| third_surface(&program.data, &collider, x, (n, d), s, 0.1));
+        (second, third)
+    }
+
+    fn second(sdf: &Sdf, x: Vec3) -> Surface {
+        surfaces(sdf, x).0
     }
 
     /// The other wall of a concave corner within reach, with its distance; none past reach, on
@@ -869,14 +880,11 @@ mod tests {
         assert!((n - -Vec3::Y).length() < 1e-6 && (d - 0.04).abs() < 1e-6, "{n} {d}");
     }
 
-    /// `third_surface` at `x` in `sdf`, from its first two surfaces there (which it checks
-    /// it has), for a reach of 0.1 m.
-    fn third(sdf: &Sdf, x: Vec3) -> Option<(Vec3, f32)> {
-        let program = sdf.compile();
-        let collider = GpuCollider { node_count: program.node_count, ..GpuCollider::default() };
-        let (d, n) = evaluate_program(&program.data, 0, program.node_count, x);
-        let (n2, d2) = second_surface(&program.data, &collider, x, d, n, 0.1).expect("a second surface");
-        third_surface(&program.data, &collider, x, (n, d), (n2, d2), 0.1)
+    /// The third surface at `x` in `sdf` (see `surfaces`), checking that there is a second.
+    fn third(sdf: &Sdf, x: Vec3) -> Surface {
+        let (second, third) = surfaces(sdf, x);
+        assert!(second.is_some(), "no second surface at {x}");
+        third
     }
 
     /// The third wall of a room's corner within reach, with its distance, whichever wall is
