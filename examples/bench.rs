@@ -126,6 +126,12 @@ struct Args {
     /// Write the results as a JSON object to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write each engine's warm-up, step by step, to this CSV file: the height along gravity of
+    /// the lowest dynamic body and the mechanical energy (how a scene settles or sways in
+    /// each engine). The warm-up is not timed, so reading the states there costs the timings
+    /// nothing.
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Also run the scene in another engine, in the same process.
     #[arg(long, value_enum)]
     compare: Option<Compare>,
@@ -229,6 +235,9 @@ struct OtherEngine {
     max_penetration: f32,
     energy_drift: f64,
     max_displacement: f32,
+    /// `--trace` rows of the warm-up.
+    #[serde(skip)]
+    trace: Vec<String>,
 }
 
 /// The JSON report.
@@ -389,6 +398,19 @@ fn energy(world: &World, states: &[BodyState], particles: &[ParticleState]) -> (
     (total, (total - potential_sum) + (potential_sum - floor))
 }
 
+/// One `--trace` row: the engine, the warm-up step (from 1), the height along gravity of the
+/// lowest dynamic body's origin, m, and the mechanical energy ([`energy`]), J.
+fn trace_row(world: &World, engine: &str, step: u32, states: &[BodyState], particles: &[ParticleState]) -> String {
+    let up = -world.desc().gravity.normalize_or(Vec3::NEG_Y);
+    let lowest = states
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| world.body(BodyHandle::from_index(*i)).is_ok_and(|b| b.kind == BodyKind::Dynamic))
+        .map(|(_, s)| up.dot(s.position))
+        .fold(f32::INFINITY, f32::min);
+    format!("{engine},{step},{lowest},{}", energy(world, states, particles).0)
+}
+
 /// How far the dynamic body that moved most during the measured steps moved, m (the standing
 /// test of the pyramids: a few millimetres at most).
 fn max_displacement(world: &World, start: &[BodyState], end: &[BodyState]) -> f32 {
@@ -484,7 +506,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         settings.relax_iterations
     );
 
-    solver.step_many(args.warmup);
+    let mut trace = Vec::new();
+    if args.trace.is_some() {
+        for step in 1..=args.warmup {
+            solver.step();
+            trace.push(trace_row(&world, "signorini", step, &solver.body_states()?, &solver.particle_states()?));
+        }
+    } else {
+        solver.step_many(args.warmup);
+    }
     solver.synchronize()?;
     let states_start = solver.body_states()?;
     let (energy_start, energy_scale) = energy(&world, &states_start, &solver.particle_states()?);
@@ -531,6 +561,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
         None => None,
     };
+    if let Some(path) = &args.trace {
+        let rows = trace.iter().chain(rapier.iter().flat_map(|r| &r.trace));
+        let text: String = std::iter::once("engine,step,lowest_height_m,energy_j")
+            .chain(rows.map(String::as_str))
+            .flat_map(|r| [r, "\n"])
+            .collect();
+        std::fs::write(path, text)?;
+        println!("wrote {}", path.display());
+    }
 
     let report = Report {
         label: args.label.clone(),
@@ -827,9 +866,13 @@ mod rapier_side {
                 })
                 .collect()
         };
+        let mut trace = Vec::new();
         pool.install(|| {
-            for _ in 0..args.warmup {
+            for step in 1..=args.warmup {
                 w.step();
+                if args.trace.is_some() {
+                    trace.push(super::trace_row(world, "rapier3d", step, &states(&w), &[]));
+                }
             }
         });
         let states_start = states(&w);
@@ -868,6 +911,7 @@ mod rapier_side {
             max_penetration,
             energy_drift: (energy_end - energy_start) / energy_scale.max(f64::MIN_POSITIVE),
             max_displacement: super::max_displacement(world, &states_start, &states_end),
+            trace,
         })
     }
 }
