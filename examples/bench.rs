@@ -126,6 +126,12 @@ struct Args {
     /// Write the results as a JSON object to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// After the measured steps, profile this many more steps on the GPU (each the last of a
+    /// batch of `--batch`): a timestamp before every dispatch, the median time of each kind of
+    /// dispatch over them in the table and in the JSON (`dispatch_profile`). The measured
+    /// steps are not profiled.
+    #[arg(long, default_value_t = 0)]
+    profile_dispatches: u32,
     /// Write each engine's warm-up, step by step, to this CSV file: the height along gravity of
     /// the lowest dynamic body and the mechanical energy (how a scene settles or sways in
     /// each engine). The warm-up is not timed, so reading the states there costs the timings
@@ -301,6 +307,80 @@ struct Report {
     all_finite: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     rapier: Option<OtherEngine>,
+    /// With `--profile-dispatches`: each kind of dispatch's median GPU time over the profiled
+    /// steps, the most costly first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dispatch_profile: Option<Vec<DispatchMs>>,
+    /// With `--profile-dispatches`: the median total of the profiled steps (against
+    /// `ms_per_step_median`: what the timestamps between dispatches cost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dispatch_profile_total_ms_median: Option<f64>,
+}
+
+/// One kind of dispatch in the profiled steps.
+#[derive(Serialize)]
+struct DispatchMs {
+    /// The dispatch's entry point or pass (`GpuSolver::dispatch_profile`).
+    label: String,
+    /// The group of stages it ran in.
+    stage: String,
+    /// How many a step records.
+    dispatches: u32,
+    /// Median over the profiled steps of its time in a step, ms.
+    ms_median: f64,
+}
+
+/// The solver the run times.
+enum Engine {
+    Cpu(Box<CpuSolver>),
+    Gpu(Box<GpuSolver>),
+}
+
+impl Engine {
+    fn solver(&mut self) -> &mut dyn Solver {
+        match self {
+            Engine::Cpu(s) => s.as_mut(),
+            Engine::Gpu(s) => s.as_mut(),
+        }
+    }
+}
+
+/// Runs `steps` more steps on `solver`, each the last of a batch of `batch` and profiled by
+/// dispatch, and returns each kind's median time over them, the most costly first, and the
+/// median total.
+fn profile_dispatches(
+    solver: &mut GpuSolver,
+    steps: u32,
+    batch: u32,
+) -> Result<(Vec<DispatchMs>, f64), Box<dyn std::error::Error>> {
+    solver.profile_dispatches(true)?;
+    let mut runs: Vec<Vec<signorini::DispatchTime>> = Vec::new();
+    while runs.len() < steps as usize {
+        solver.step_many(batch.max(1));
+        solver.synchronize()?;
+        runs.extend(solver.dispatch_profile().map(<[_]>::to_vec));
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let totals = Timing::of(runs.iter().map(|r| r.iter().map(|t| ms(t.time)).sum()).collect()).ms_per_step_median;
+    let mut kinds: Vec<DispatchMs> = runs[0]
+        .iter()
+        .map(|first| {
+            let times = runs
+                .iter()
+                .map(|r| {
+                    r.iter().find(|t| t.label == first.label && t.stage == first.stage).map_or(0.0, |t| ms(t.time))
+                })
+                .collect();
+            DispatchMs {
+                label: if first.label.is_empty() { "(before the first dispatch)".into() } else { first.label.into() },
+                stage: first.stage.into(),
+                dispatches: first.dispatches,
+                ms_median: Timing::of(times).ms_per_step_median,
+            }
+        })
+        .collect();
+    kinds.sort_by(|a, b| b.ms_median.total_cmp(&a.ms_median));
+    Ok((kinds, totals))
 }
 
 /// The host's processor as /proc/cpuinfo names it (`"unknown processor"` where it names none,
@@ -466,13 +546,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("the particle scenes have no Rapier counterpart: run them without --compare".into());
     }
 
-    type Made = (Box<dyn Solver>, String, String, bool, Option<u32>);
+    if args.profile_dispatches > 0 && args.backend != Backend::Gpu {
+        return Err("--profile-dispatches profiles the GPU's dispatches: run it with --backend gpu".into());
+    }
+    type Made = (Engine, String, String, bool, Option<u32>);
     let (mut gpu_timed, mut cpu_lanes) = (false, None);
-    let (mut solver, adapter, backend, software, dispatches): Made = match args.backend {
+    let (mut engine, adapter, backend, software, dispatches): Made = match args.backend {
         Backend::Cpu => {
             let solver = CpuSolver::new(&world)?;
             cpu_lanes = Some(solver.cpu_lanes());
-            (Box::new(solver), "cpu".into(), "cpu".into(), false, None)
+            (Engine::Cpu(Box::new(solver)), "cpu".into(), "cpu".into(), false, None)
         }
         Backend::Gpu => {
             let gpu = GpuContext::new()?;
@@ -483,9 +566,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 gpu_timed = true;
             }
             let dispatches = solver.dispatches_per_step();
-            (Box::new(solver), summary.name, summary.backend, summary.software, Some(dispatches))
+            (Engine::Gpu(Box::new(solver)), summary.name, summary.backend, summary.software, Some(dispatches))
         }
     };
+    let solver = engine.solver();
     println!("adapter: {adapter}{}", if software { " (software adapter: its times are not GPU times)" } else { "" });
     let host = host_cpu();
     println!("host: {host}");
@@ -556,6 +640,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (energy_end, _) = energy(&world, &states, &particles);
     let all_finite = states.iter().all(|s| s.position.is_finite() && s.linear_velocity.is_finite())
         && particles.iter().all(|p| p.position.is_finite() && p.velocity.is_finite());
+    let profiled = match &mut engine {
+        Engine::Gpu(gpu) if args.profile_dispatches > 0 => {
+            if !gpu_timed {
+                return Err(
+                    "--profile-dispatches needs timestamp queries inside passes, which this device lacks".into()
+                );
+            }
+            Some(profile_dispatches(gpu, args.profile_dispatches, args.batch)?)
+        }
+        _ => None,
+    };
+    let (dispatch_profile, dispatch_profile_total_ms_median) = profiled.unzip();
 
     let rapier = match args.compare {
         Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
@@ -618,6 +714,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         kinetic_energy: stats.kinetic_energy,
         all_finite,
         rapier,
+        dispatch_profile,
+        dispatch_profile_total_ms_median,
     };
     print_table(&report);
     if let Some(path) = &args.json {
@@ -684,6 +782,14 @@ fn print_table(r: &Report) {
         r.kinetic_energy,
         r.all_finite
     );
+    if let (Some(kinds), Some(total)) = (&r.dispatch_profile, r.dispatch_profile_total_ms_median) {
+        println!("dispatch profile, median of the profiled steps: {total:.3} ms a step, the most costly first");
+        println!("{:<32} {:<13} {:>10} {:>10} {:>8}", "dispatch", "stage", "dispatches", "ms", "share");
+        for k in kinds {
+            let share = if total > 0.0 { 100.0 * k.ms_median / total } else { 0.0 };
+            println!("{:<32} {:<13} {:>10} {:>10.4} {:>7.1}%", k.label, k.stage, k.dispatches, k.ms_median, share);
+        }
+    }
 }
 
 /// The same world in rapier3d: same shapes, poses, velocities, masses, materials, time step,

@@ -424,6 +424,72 @@ fn gpu_stage_timing_measures_every_group_and_changes_nothing() {
     assert_eq!(timed.stage_times(), None);
 }
 
+/// GPU dispatch profiling: on a rain with particles, joints (one breakable) and bounces,
+/// with the default passes and with the prepared passes and fused sweeps, a profiled step
+/// accounts for every dispatch it records (`dispatches_per_step` of them, each kind within a
+/// group of stages), its times by dispatch sum to its stage times' total, and the states stay
+/// bit-identical to an unprofiled run.
+#[test]
+fn gpu_dispatch_profile_accounts_for_every_dispatch_and_changes_nothing() {
+    let Some(ctx) = common::gpu() else { return };
+    if !ctx.timestamps() {
+        eprintln!("!!! {} has no timestamp queries inside passes: dispatch profiling not tested", ctx.adapter());
+        return;
+    }
+    for fused in [false, true] {
+        let mut desc = scenes::bench_desc();
+        desc.solver.gpu_fused_sweeps = fused;
+        desc.solver.gpu_prepared_passes = fused;
+        let mut world = scenes::rain(desc, 200, 3).unwrap();
+        let particles = (0..64).map(|i| Particle::new(Vec3::new((i % 8) as f32 * 0.3 - 1.0, 6.0, 0.2), 0.1));
+        world.add_particles(particles).unwrap();
+        let ball =
+            |x: f32| RigidBodyDesc::dynamic(Shape::sphere(0.2)).position(Vec3::new(x, 12.0, 3.0)).restitution(0.5);
+        let (a, b, c) = (
+            world.add_body(ball(0.0)).unwrap(),
+            world.add_body(ball(0.5)).unwrap(),
+            world.add_body(ball(1.0)).unwrap(),
+        );
+        world.add_joint(JointDesc::spherical(a, b, Vec3::new(0.25, 12.0, 3.0))).unwrap();
+        world.add_joint(JointDesc::fixed(b, c, Vec3::new(0.75, 12.0, 3.0)).breaks_at(50.0, f32::INFINITY)).unwrap();
+        let mut plain = GpuSolver::new(ctx, &world).unwrap();
+        let mut profiled = GpuSolver::new(ctx, &world).unwrap();
+        assert!(profiled.dispatch_profile().is_none(), "nothing is profiled before profile_dispatches");
+        profiled.profile_dispatches(true).unwrap();
+        for _ in 0..3 {
+            plain.step_many(10);
+            profiled.step_many(10);
+            profiled.synchronize().unwrap();
+            let profile = profiled.dispatch_profile().expect("a profiled step after synchronize");
+            let stages = profiled.stage_times().expect("stage times too");
+            let counted: u32 = profile.iter().map(|t| t.dispatches).sum();
+            assert_eq!(counted, profiled.dispatches_per_step(), "fused {fused}: {profile:#?}");
+            let total: std::time::Duration = profile.iter().map(|t| t.time).sum();
+            assert_eq!(total, stages.total(), "fused {fused}");
+            let groups = stages.groups().map(|(name, _)| name);
+            for t in profile {
+                assert!(groups.contains(&t.stage), "{t:?}");
+                assert_eq!(t.label.is_empty(), t.dispatches == 0, "{t:?}");
+            }
+            for kind in ["collide_pairs", "pair_sort", "integrate_positions", "solve_joints", "break_joints"] {
+                assert!(profile.iter().any(|t| t.label.starts_with(kind)), "fused {fused}: no {kind} in {profile:#?}");
+            }
+        }
+        let profile = profiled.dispatch_profile().unwrap();
+        eprintln!("{} (fused {fused}), a profiled step:", ctx.adapter());
+        for t in profile {
+            eprintln!("  {:>14} {:>28} x{:<4} {:?}", t.stage, t.label, t.dispatches, t.time);
+        }
+        assert_eq!(plain.raw_bodies().unwrap(), profiled.raw_bodies().unwrap(), "profiling changed the step");
+        assert_eq!(plain.particle_states().unwrap(), profiled.particle_states().unwrap());
+        profiled.profile_dispatches(false).unwrap();
+        profiled.step();
+        profiled.synchronize().unwrap();
+        assert!(profiled.dispatch_profile().is_none(), "profiling off");
+        assert!(profiled.stage_times().is_some(), "stage timing stays on");
+    }
+}
+
 /// On the CPU alone (no adapter needed), a box sliding without friction at 0.04 m/s (0.67 mm a
 /// step) along a long fixed box recycles its manifold every other step: one step after a narrow
 /// phase its anchors slid less than `RECYCLE_DRIFT` (1 mm), the next they slid 1.3 mm and the

@@ -490,8 +490,16 @@ impl GpuContacts {
         })
     }
 
-    fn dispatch(&self, pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)) {
+    fn dispatch(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        marks: &mut Marks,
+        stage: &'static str,
+        pipeline: &wgpu::ComputePipeline,
+        grid: (u32, u32),
+    ) {
         if grid.0 > 0 {
+            marks.dispatch(pass, stage);
             pass.push_debug_group(stage);
             pass.set_pipeline(pipeline);
             pass.dispatch_workgroups(grid.0, grid.1, 1);
@@ -505,80 +513,75 @@ impl GpuContacts {
         let p = &self.pipelines;
         marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        self.dispatch(pass, "keep_faces", &p.keep_faces, self.pair_grid);
-        self.dispatch(pass, "contacts_begin", &p.contacts_begin, self.body_grid);
+        self.dispatch(pass, marks, "keep_faces", &p.keep_faces, self.pair_grid);
+        self.dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.body_grid);
         let l = &self.layout;
         if l.brute_force != 0 {
-            self.dispatch(pass, "count_pairs", &p.count_pairs, self.body_grid);
-            self.scan.record(pass, &self.scan_group, SCAN_PAIRS, l.body_count);
+            self.dispatch(pass, marks, "count_pairs", &p.count_pairs, self.body_grid);
+            self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
             pass.set_bind_group(0, &self.pairs_group, &[]);
-            self.dispatch(pass, "write_pairs", &p.write_pairs, self.body_grid);
+            self.dispatch(pass, marks, "write_pairs", &p.write_pairs, self.body_grid);
         } else {
             let (scan, scan_group) = (&self.scan, &self.scan_group);
-            self.radix.record(pass, &self.radix_group, 0, self.cell_passes, l.body_count, scan, scan_group, SCAN_CELLS);
+            let cells = (scan, scan_group, SCAN_CELLS);
+            self.radix.record(pass, marks, "cell_sort", &self.radix_group, 0, self.cell_passes, l.body_count, cells);
             pass.set_bind_group(0, &self.pairs_group, &[]);
-            self.dispatch(pass, "grid_cells", &p.grid_cells, self.body_grid);
-            self.dispatch(pass, "grid_pairs", &p.grid_pairs, self.body_grid);
+            self.dispatch(pass, marks, "grid_cells", &p.grid_cells, self.body_grid);
+            self.dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
             pass.set_bind_group(0, &self.manifold_groups[parity], &[0]);
-            self.dispatch(pass, "grid_finish", &p.grid_finish, (1, 1));
+            self.dispatch(pass, marks, "grid_finish", &p.grid_finish, (1, 1));
             // Only when the pairs overflowed (`grid_finish` sizes it): the list again, whole
             // items in grid order, so that which pairs fit is no race.
-            self.scan.record(pass, &self.scan_group, SCAN_PAIRS, l.body_count);
+            self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
             pass.set_bind_group(0, &self.pairs_group, &[]);
+            marks.dispatch(pass, "grid_write");
             pass.push_debug_group("grid_write");
             pass.set_pipeline(&p.grid_write);
             pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
             pass.pop_debug_group();
             let (first, passes) = (self.cell_passes, self.pair_passes);
-            self.radix.record(
-                pass,
-                &self.radix_group,
-                first,
-                passes,
-                l.pair_capacity,
-                scan,
-                scan_group,
-                SCAN_PAIR_SORT,
-            );
+            let pairs = (scan, scan_group, SCAN_PAIR_SORT);
+            self.radix.record(pass, marks, "pair_sort", &self.radix_group, first, passes, l.pair_capacity, pairs);
             pass.set_bind_group(0, &self.pairs_group, &[]);
         }
         marks.mark(pass, Stage::NarrowPhase);
         let group = &self.manifold_groups[parity];
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, "recycle_pairs", &p.recycle_pairs, self.pair_grid);
+        self.dispatch(pass, marks, "recycle_pairs", &p.recycle_pairs, self.pair_grid);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        self.dispatch(pass, "collide_pairs", &p.collide_pairs, self.pair_grid);
-        self.scan.record(pass, &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
+        self.dispatch(pass, marks, "collide_pairs", &p.collide_pairs, self.pair_grid);
+        self.scan.record(pass, marks, "scan_flags", &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
+        self.dispatch(pass, marks, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
         marks.mark(pass, Stage::Coloring);
-        self.dispatch(pass, "adjacency_count", &p.adjacency_count, self.manifold_grid);
-        self.dispatch(pass, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
-        self.scan.record(pass, &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);
+        self.dispatch(pass, marks, "adjacency_count", &p.adjacency_count, self.manifold_grid);
+        self.dispatch(pass, marks, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
+        self.scan.record(pass, marks, "scan_adjacency", &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
-        self.dispatch(pass, "adjacency_sort", &p.adjacency_sort, self.body_grid);
+        self.dispatch(pass, marks, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
+        self.dispatch(pass, marks, "adjacency_sort", &p.adjacency_sort, self.body_grid);
         if let Some(fused) = p.color_fused.as_ref().filter(|_| self.rounds > 0) {
-            self.dispatch(pass, "color_fused", fused, (1, 1));
+            self.dispatch(pass, marks, "color_fused", fused, (1, 1));
         } else if self.rounds > 0 {
-            self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
-            self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
-            self.dispatch(pass, "color_descend", &p.color_descend, self.manifold_grid);
-            self.dispatch(pass, "color_settle", &p.color_settle, self.manifold_grid);
+            self.dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
+            self.dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
+            self.dispatch(pass, marks, "color_descend", &p.color_descend, self.manifold_grid);
+            self.dispatch(pass, marks, "color_settle", &p.color_settle, self.manifold_grid);
             for round in 0..self.rounds {
                 pass.set_bind_group(0, group, &[(round as u64 * UNIFORM_SLOT) as u32]);
-                self.dispatch(pass, "color_masks", &p.color_masks, self.body_grid);
-                self.dispatch(pass, "color_pick", &p.color_pick, self.manifold_grid);
-                self.dispatch(pass, "color_resolve", &p.color_resolve, self.manifold_grid);
+                self.dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
+                self.dispatch(pass, marks, "color_pick", &p.color_pick, self.manifold_grid);
+                self.dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
             }
             pass.set_bind_group(0, group, &[0]);
         }
-        self.dispatch(pass, "bucket_histogram", &p.bucket_histogram, self.histogram_grid);
-        self.scan.record(pass, &self.scan_group, SCAN_HISTOGRAM, self.layout.buckets * self.layout.histogram_groups);
+        self.dispatch(pass, marks, "bucket_histogram", &p.bucket_histogram, self.histogram_grid);
+        let buckets = self.layout.buckets * self.layout.histogram_groups;
+        self.scan.record(pass, marks, "scan_buckets", &self.scan_group, SCAN_HISTOGRAM, buckets);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, "bucket_scatter", &p.bucket_scatter, self.histogram_grid);
-        self.dispatch(pass, "bucket_args", &p.bucket_args, (1, 1));
-        self.dispatch(pass, "jacobi_split", &p.jacobi_split, self.body_grid);
+        self.dispatch(pass, marks, "bucket_scatter", &p.bucket_scatter, self.histogram_grid);
+        self.dispatch(pass, marks, "bucket_args", &p.bucket_args, (1, 1));
+        self.dispatch(pass, marks, "jacobi_split", &p.jacobi_split, self.body_grid);
     }
 
     /// Dispatches [`Self::record_detection`] records (mirrors it).
@@ -616,10 +619,11 @@ impl GpuContacts {
     /// CPU's `prepare`). Positions move between the solve passes and the relax passes of a
     /// substep, so each substep prepares twice. Nothing when the passes compute those words
     /// themselves (`SolverSettings::gpu_prepared_passes` off).
-    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize) {
         if !self.prepared_passes {
             return;
         }
+        marks.dispatch(pass, "prepare_manifolds");
         pass.push_debug_group("prepare_manifolds");
         pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
         pass.set_pipeline(&self.pipelines.prepare_manifolds);
@@ -635,30 +639,37 @@ impl GpuContacts {
     /// Records one manifold pass: every color in order (indirect dispatches sized on the GPU),
     /// then the overflow by Jacobi and the gather (both empty when nothing overflowed); or,
     /// with `SolverSettings::gpu_fused_sweeps`, all of it in one dispatch of one workgroup.
-    pub fn record_pass(&self, pass: &mut wgpu::ComputePass, parity: usize, which: Pass) {
+    pub fn record_pass(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize, which: Pass) {
         let p = &self.pipelines;
         let group = &self.solve_groups[parity];
-        let ((colored, jacobi), name) = match which {
+        let ((colored, jacobi), name, labels) = match which {
             Pass::WarmStart => {
                 // For the positions at the substep's start; then by body (`warm_start_bodies`):
                 // the bouncing manifolds' work, then the gather.
-                self.record_prepare(pass, parity);
+                self.record_prepare(pass, marks, parity);
                 pass.push_debug_group("warm_start");
                 pass.set_bind_group(0, group, &[0]);
                 if self.bounces {
+                    marks.dispatch(pass, "warm_start_work");
                     pass.set_pipeline(&p.warm_start_work);
                     pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
                 }
+                marks.dispatch(pass, "warm_start_gather");
                 pass.set_pipeline(&p.warm_start_gather);
                 pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
                 pass.pop_debug_group();
                 return;
             }
-            Pass::Solve => (&p.sweeps[0], "solve_colors"),
-            Pass::Relax => (&p.sweeps[1], "relax_colors"),
-            Pass::Restitution => (&p.sweeps[2], "restitution_colors"),
+            Pass::Solve => (&p.sweeps[0], "solve_colors", ["solve_color", "solve_jacobi", "solve_jacobi_gather"]),
+            Pass::Relax => (&p.sweeps[1], "relax_colors", ["relax_color", "relax_jacobi", "relax_jacobi_gather"]),
+            Pass::Restitution => (
+                &p.sweeps[2],
+                "restitution_colors",
+                ["restitution_color", "restitution_jacobi", "restitution_jacobi_gather"],
+            ),
         };
         if let Some(fused) = &p.fused {
+            marks.dispatch(pass, name);
             pass.push_debug_group(name);
             pass.set_bind_group(0, group, &[0]);
             pass.set_pipeline(&fused[which as usize - 1]);
@@ -670,21 +681,24 @@ impl GpuContacts {
         pass.set_pipeline(colored);
         for color in 0..self.max_colors {
             pass.set_bind_group(0, group, &[(color as u64 * UNIFORM_SLOT) as u32]);
+            marks.dispatch(pass, labels[0]);
             pass.dispatch_workgroups_indirect(&self.args, 12 * color as u64);
         }
         let overflow = self.max_colors;
         pass.set_bind_group(0, group, &[(overflow as u64 * UNIFORM_SLOT) as u32]);
         pass.set_pipeline(jacobi);
+        marks.dispatch(pass, labels[1]);
         pass.dispatch_workgroups_indirect(&self.args, 12 * overflow as u64);
+        marks.dispatch(pass, labels[2]);
         pass.set_pipeline(&p.jacobi_gather);
         pass.dispatch_workgroups_indirect(&self.args, 12 * (overflow as u64 + 1));
         pass.pop_debug_group();
     }
 
     /// Records the manifolds' statistics partials.
-    pub fn record_stats(&self, pass: &mut wgpu::ComputePass, parity: usize) {
+    pub fn record_stats(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize) {
         pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
-        self.dispatch(pass, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
+        self.dispatch(pass, marks, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
     }
 
     /// Records the copies that carry what the next step reads of the last one from these

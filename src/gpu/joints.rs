@@ -5,6 +5,7 @@
 use super::kernels::{self, Slot};
 use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
 use super::solver::{read_buffer, storage_fits};
+use super::timing::Marks;
 use crate::error::Result;
 use crate::layout::{GpuJoint, GpuJointBreak};
 
@@ -147,19 +148,20 @@ impl GpuJoints {
         self.grids.len() - 1
     }
 
-    fn dispatch(&self, pass: &mut wgpu::ComputePass, slot: usize) {
+    fn dispatch(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, label: &'static str, slot: usize) {
         let grid = self.grids[slot];
         pass.set_bind_group(0, &self.group, &[(slot as u64 * UNIFORM_SLOT) as u32]);
+        marks.dispatch(pass, label);
         pass.dispatch_workgroups(grid.0, grid.1, 1);
     }
 
     /// Records, where some joint can break, the check that breaks those the last step
     /// overloaded: at the start of the step, before its broad phase.
-    pub fn record_breaking(&self, pass: &mut wgpu::ComputePass) {
+    pub fn record_breaking(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
         let Some(breaking) = self.breaking.as_ref() else { return };
         pass.push_debug_group("break_joints");
         pass.set_pipeline(breaking);
-        self.dispatch(pass, self.colors());
+        self.dispatch(pass, marks, "break_joints", self.colors());
         pass.pop_debug_group();
     }
 
@@ -169,39 +171,40 @@ impl GpuJoints {
     }
 
     /// Records the once-a-step preparation (the centres' offsets, the warm start's scale).
-    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass) {
+    pub fn record_prepare(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
         pass.push_debug_group("prepare_joints");
         pass.set_pipeline(&self.prepare);
-        self.dispatch(pass, self.colors());
+        self.dispatch(pass, marks, "prepare_joints", self.colors());
         pass.pop_debug_group();
     }
 
     /// Records a substep's warm start, color by color.
-    pub fn record_warm_start(&self, pass: &mut wgpu::ComputePass) {
-        self.record_sweep(pass, 0, "warm_start_joints");
+    pub fn record_warm_start(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
+        self.record_sweep(pass, marks, 0, "warm_start_joints");
     }
 
     /// Records one sweep of the biased solve (`use_bias`) or of the relax iterations.
-    pub fn record_solve(&self, pass: &mut wgpu::ComputePass, use_bias: bool) {
+    pub fn record_solve(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, use_bias: bool) {
         if use_bias {
-            self.record_sweep(pass, 1, "solve_joints");
+            self.record_sweep(pass, marks, 1, "solve_joints");
         } else {
-            self.record_sweep(pass, 2, "relax_joints");
+            self.record_sweep(pass, marks, 2, "relax_joints");
         }
     }
 
     /// Records sweep `which` (the warm start, the solve, the relax): a dispatch per color, or
     /// one workgroup's dispatch over them all when the sweeps are fused.
-    fn record_sweep(&self, pass: &mut wgpu::ComputePass, which: usize, name: &str) {
+    fn record_sweep(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, which: usize, name: &'static str) {
         pass.push_debug_group(name);
         if let Some(fused) = &self.fused {
             pass.set_pipeline(&fused[which]);
             pass.set_bind_group(0, &self.group, &[(self.colors() as u64 * UNIFORM_SLOT) as u32]);
+            marks.dispatch(pass, name);
             pass.dispatch_workgroups(1, 1, 1);
         } else {
             pass.set_pipeline([&self.warm_start, &self.solve, &self.relax][which]);
             for color in 0..self.colors() {
-                self.dispatch(pass, color);
+                self.dispatch(pass, marks, name, color);
             }
         }
         pass.pop_debug_group();

@@ -2,6 +2,7 @@
 //! the radix sort.
 
 use super::shaders::{self, RADIX_DIGITS, SCAN_BLOCK, UNIFORM_SLOT, dispatch_grid};
+use super::timing::Marks;
 
 /// What a binding is.
 #[derive(Clone, Copy, Debug)]
@@ -150,17 +151,28 @@ impl Scan {
     pub const DISPATCHES: u32 = 3;
 
     /// Records the scan described by slot `slot` of the uniform bound in `group`, over `len`
-    /// elements.
-    pub fn record(&self, pass: &mut wgpu::ComputePass, group: &wgpu::BindGroup, slot: u32, len: u32) {
+    /// elements; a profiled step times its dispatches as `label`.
+    pub fn record(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        marks: &mut Marks,
+        label: &'static str,
+        group: &wgpu::BindGroup,
+        slot: u32,
+        len: u32,
+    ) {
         let offset = [(slot as u64 * UNIFORM_SLOT) as u32];
         let (x, y) = dispatch_grid(len.max(1), SCAN_BLOCK);
         pass.push_debug_group("scan");
         pass.set_bind_group(0, group, &offset);
         pass.set_pipeline(&self.blocks);
+        marks.dispatch(pass, label);
         pass.dispatch_workgroups(x, y, 1);
         pass.set_pipeline(&self.block_sums);
+        marks.dispatch(pass, label);
         pass.dispatch_workgroups(1, 1, 1);
         pass.set_pipeline(&self.add);
+        marks.dispatch(pass, label);
         pass.dispatch_workgroups(x, y, 1);
         pass.pop_debug_group();
     }
@@ -243,18 +255,19 @@ impl Radix {
     }
 
     /// Records `passes` passes whose parameters sit in slots `first..` of the uniform bound in
-    /// `group`, scanning each histogram with scan slot `scan_slot`.
+    /// `group`, scanning each histogram with `scan`: the scan, its bind group and its slot. A
+    /// profiled step times all of their dispatches as `label`.
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
         pass: &mut wgpu::ComputePass,
+        marks: &mut Marks,
+        label: &'static str,
         group: &wgpu::BindGroup,
         first: u32,
         passes: u32,
         capacity: u32,
-        scan: &Scan,
-        scan_group: &wgpu::BindGroup,
-        scan_slot: u32,
+        (scan, scan_group, scan_slot): (&Scan, &wgpu::BindGroup, u32),
     ) {
         let (x, y) = dispatch_grid(Self::groups(capacity) * RADIX_DIGITS, RADIX_DIGITS);
         pass.push_debug_group("radix_sort");
@@ -262,10 +275,12 @@ impl Radix {
             let offset = [(k as u64 * UNIFORM_SLOT) as u32];
             pass.set_bind_group(0, group, &offset);
             pass.set_pipeline(&self.histogram);
+            marks.dispatch(pass, label);
             pass.dispatch_workgroups(x, y, 1);
-            scan.record(pass, scan_group, scan_slot, RADIX_DIGITS * Self::groups(capacity));
+            scan.record(pass, marks, label, scan_group, scan_slot, RADIX_DIGITS * Self::groups(capacity));
             pass.set_bind_group(0, group, &offset);
             pass.set_pipeline(&self.scatter);
+            marks.dispatch(pass, label);
             pass.dispatch_workgroups(x, y, 1);
         }
         pass.pop_debug_group();
@@ -351,7 +366,7 @@ mod tests {
             let uniform = slotted_uniform(device, "scan params", &[bytemuck::bytes_of(&params)]);
             let got = run_on(&ctx, &work, |buffer, pass| {
                 let group = bind(device, "scan", &scan.layout, &scan.slots, &[&uniform, buffer]);
-                scan.record(pass, &group, 0, len);
+                scan.record(pass, &mut Marks::off(), "scan", &group, 0, len);
             });
             let mut total = 0u32;
             for (i, &x) in data.iter().enumerate() {
@@ -402,7 +417,8 @@ mod tests {
             let got = run_on(&ctx, &work, |buffer, pass| {
                 let radix_group = bind(device, "radix", &radix.layout, &radix.slots, &[&radix_params, buffer]);
                 let scan_group = bind(device, "scan", &scan.layout, &scan.slots, &[&scan_params, buffer]);
-                radix.record(pass, &radix_group, 0, plan.len() as u32, capacity, &scan, &scan_group, 0);
+                let scan = (&scan, &scan_group, 0);
+                radix.record(pass, &mut Marks::off(), "sort", &radix_group, 0, plan.len() as u32, capacity, scan);
             });
             if pairs {
                 items.sort();

@@ -10,6 +10,7 @@ mod solver;
 mod timing;
 
 pub use solver::GpuSolver;
+pub use timing::DispatchTime;
 
 use crate::error::{Error, Result};
 

@@ -5,6 +5,7 @@ use wgpu::util::DeviceExt;
 
 use super::kernels::{self, Radix, RadixParams, Scan, ScanParams, Slot};
 use super::shaders::{RADIX_ALL, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use super::timing::Marks;
 use crate::error::Result;
 use crate::layout::{GpuCollider, GpuParticle, GpuParticleContact, StepParams};
 use crate::particles::{PARTICLE_BODY_SLOTS, PARTICLE_CONTACT_SLOTS};
@@ -356,8 +357,13 @@ impl GpuParticles {
 
     /// Records the contacts of one substep (when on): the grid, the particle-body contacts, the
     /// Jacobi iterations. They run after the bodies' velocity solve, before their positions.
-    pub fn record_contacts(&self, pass: &mut wgpu::ComputePass) {
-        let run = |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)| {
+    pub fn record_contacts(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
+        let run = |pass: &mut wgpu::ComputePass,
+                   marks: &mut Marks,
+                   stage: &'static str,
+                   pipeline: &wgpu::ComputePipeline,
+                   grid: (u32, u32)| {
+            marks.dispatch(pass, stage);
             pass.push_debug_group(stage);
             pass.set_bind_group(0, &self.bind_group, &[]);
             pass.set_pipeline(pipeline);
@@ -365,63 +371,60 @@ impl GpuParticles {
             pass.pop_debug_group();
         };
         if self.collisions {
-            run(pass, "particle_hash", &self.hash, self.hash_grid);
-            self.radix.record(
-                pass,
-                &self.radix_group,
-                0,
-                self.radix_passes,
-                self.count,
-                &self.scan,
-                &self.scan_group,
-                0,
-            );
-            run(pass, "particle_cell_start", &self.cell_start, self.grid);
+            run(pass, marks, "particle_hash", &self.hash, self.hash_grid);
+            let scan = (&self.scan, &self.scan_group, 0);
+            self.radix.record(pass, marks, "particle_sort", &self.radix_group, 0, self.radix_passes, self.count, scan);
+            run(pass, marks, "particle_cell_start", &self.cell_start, self.grid);
             if let Some(b) = &self.bodies {
-                let find =
-                    |pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)| {
-                        pass.push_debug_group(stage);
-                        pass.set_bind_group(0, &b.bind_group, &[]);
-                        pass.set_pipeline(pipeline);
-                        pass.dispatch_workgroups(grid.0, grid.1, 1);
-                        pass.pop_debug_group();
-                    };
-                find(pass, "particle_speed_bound", &b.speed, self.grid);
-                find(pass, "body_particle_count", &b.count, b.grid);
+                let find = |pass: &mut wgpu::ComputePass,
+                            marks: &mut Marks,
+                            stage: &'static str,
+                            pipeline: &wgpu::ComputePipeline,
+                            grid: (u32, u32)| {
+                    marks.dispatch(pass, stage);
+                    pass.push_debug_group(stage);
+                    pass.set_bind_group(0, &b.bind_group, &[]);
+                    pass.set_pipeline(pipeline);
+                    pass.dispatch_workgroups(grid.0, grid.1, 1);
+                    pass.pop_debug_group();
+                };
+                find(pass, marks, "particle_speed_bound", &b.speed, self.grid);
+                find(pass, marks, "body_particle_count", &b.count, b.grid);
 
-                self.scan.record(pass, &self.scan_group, 1, b.bodies);
-                find(pass, "body_particle_fill", &b.fill, b.grid);
-                find(pass, "particle_body_settle", &b.settle, self.grid);
+                self.scan.record(pass, marks, "scan_body_particles", &self.scan_group, 1, b.bodies);
+                find(pass, marks, "body_particle_fill", &b.fill, b.grid);
+                find(pass, marks, "particle_body_settle", &b.settle, self.grid);
             }
-            run(pass, "particle_count", &self.count_neighbours, self.grid);
+            run(pass, marks, "particle_count", &self.count_neighbours, self.grid);
             for _ in 0..self.iterations {
-                run(pass, "particle_separate", &self.separate, self.grid);
-                run(pass, "particle_apply_position", &self.apply_position, self.grid);
+                run(pass, marks, "particle_separate", &self.separate, self.grid);
+                run(pass, marks, "particle_apply_position", &self.apply_position, self.grid);
             }
-            run(pass, "particle_warm_start", &self.warm_start, self.grid);
-            run(pass, "particle_apply_velocity", &self.apply_velocity, self.grid);
+            run(pass, marks, "particle_warm_start", &self.warm_start, self.grid);
+            run(pass, marks, "particle_apply_velocity", &self.apply_velocity, self.grid);
             for _ in 0..self.iterations {
-                run(pass, "particle_collide", &self.collide, self.grid);
+                run(pass, marks, "particle_collide", &self.collide, self.grid);
                 if let Some(b) = &self.bodies {
-                    run(pass, "body_particle_solve", &b.solve, b.grid);
+                    run(pass, marks, "body_particle_solve", &b.solve, b.grid);
                 }
-                run(pass, "particle_apply_velocity", &self.apply_velocity, self.grid);
+                run(pass, marks, "particle_apply_velocity", &self.apply_velocity, self.grid);
             }
             let bodies_bounce = self.bodies.as_ref().filter(|b| b.bounces);
             if self.bounces || bodies_bounce.is_some() {
                 if self.bounces {
-                    run(pass, "particle_restitution", &self.restitution, self.grid);
+                    run(pass, marks, "particle_restitution", &self.restitution, self.grid);
                 }
                 if let Some(b) = bodies_bounce {
-                    run(pass, "body_particle_restitution", &b.restitution, b.grid);
+                    run(pass, marks, "body_particle_restitution", &b.restitution, b.grid);
                 }
-                run(pass, "particle_apply_restitution", &self.apply_restitution, self.grid);
+                run(pass, marks, "particle_apply_restitution", &self.apply_restitution, self.grid);
             }
         }
     }
 
     /// Records `advance_particles`: the particles' motion over one substep.
-    pub fn record_advance(&self, pass: &mut wgpu::ComputePass) {
+    pub fn record_advance(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
+        marks.dispatch(pass, "advance_particles");
         pass.push_debug_group("advance_particles");
         pass.set_bind_group(0, &self.bind_group, &[]);
         pass.set_pipeline(&self.advance);

@@ -11,7 +11,7 @@ use super::joints::{GpuJoints, JointBindings};
 use super::kernels::{self, Slot};
 use super::particles::{BodyBuffers, GpuParticles, ParticleArena};
 use super::shaders::{STATS_WORKGROUP_SIZE, WORKGROUP_SIZE, dispatch_grid};
-use super::timing::{Marks, Stage, StageClock};
+use super::timing::{DispatchTime, Marks, Stage, StageClock};
 use super::{AdapterSummary, GpuContext};
 use crate::body::{BodyHandle, BodyState};
 use crate::error::{Error, Result, check_finite};
@@ -379,10 +379,41 @@ impl GpuSolver {
         }
         if self.clock.is_none() {
             // A mark at most where a group changes: 6 around the substeps, 6 in each.
-            let capacity = 8 + 6 * self.params.substeps;
-            self.clock = Some(StageClock::new(&self.device, &self.queue, capacity));
+            self.clock = Some(StageClock::new(&self.device, &self.queue, self.stage_marks(), false));
         }
         Ok(())
+    }
+
+    /// Timestamps a step writes at most where one group of stages hands over to the next: 6
+    /// around the substeps, 6 in each.
+    fn stage_marks(&self) -> u32 {
+        8 + 6 * self.params.substeps
+    }
+
+    /// Turns dispatch profiling on or off (stage timing stays on; see [`Self::time_stages`],
+    /// which this turns on). With it, each timed step also writes a timestamp before every
+    /// dispatch, and after [`Solver::synchronize`], [`Self::dispatch_profile`] gives that
+    /// step's time by kind of dispatch. The results do not change, but the timestamps between
+    /// dispatches can make a step take longer: compare [`Solver::stage_times`] with profiling
+    /// on and off. A step is profiled up to the query set's 4,096 timestamps (far more than
+    /// the standard scenes' few hundred dispatches).
+    ///
+    /// # Errors
+    /// As [`Self::time_stages`].
+    pub fn profile_dispatches(&mut self, on: bool) -> Result<()> {
+        self.time_stages(true)?;
+        if self.clock.as_ref().is_some_and(|c| c.profiles() != on) {
+            let capacity = self.stage_marks() + if on { self.dispatches_per_step() } else { 0 };
+            self.clock = Some(StageClock::new(&self.device, &self.queue, capacity, on));
+        }
+        Ok(())
+    }
+
+    /// The GPU time of the last timed step by kind of dispatch, in the order each kind first
+    /// ran, when [`Self::profile_dispatches`] is on and a profiled step has been read (after
+    /// [`Solver::synchronize`]). The times sum to [`Solver::stage_times`]' total of that step.
+    pub fn dispatch_profile(&self) -> Option<&[DispatchTime]> {
+        self.clock.as_ref().and_then(StageClock::last_profile)
     }
 
     /// The adapter this solver runs on.
@@ -533,8 +564,16 @@ impl GpuSolver {
     }
 
     /// Records one dispatch inside a debug group named after its stage, for readable captures.
-    fn dispatch(&self, pass: &mut wgpu::ComputePass, stage: &str, pipeline: &wgpu::ComputePipeline, grid: (u32, u32)) {
+    fn dispatch(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        marks: &mut Marks,
+        stage: &'static str,
+        pipeline: &wgpu::ComputePipeline,
+        grid: (u32, u32),
+    ) {
         if grid.0 > 0 {
+            marks.dispatch(pass, stage);
             pass.push_debug_group(stage);
             pass.set_pipeline(pipeline);
             pass.dispatch_workgroups(grid.0, grid.1, 1);
@@ -554,44 +593,44 @@ impl GpuSolver {
         // may collide from this step on.
         if let Some(j) = self.joints.as_ref().filter(|j| j.breaks()) {
             marks.mark(pass, Stage::Solve);
-            j.record_breaking(pass);
+            j.record_breaking(pass, marks);
         }
         bodies(pass);
         marks.mark(pass, Stage::NarrowPhase);
-        self.dispatch(pass, "narrow_phase", &p.narrow_phase, grid);
+        self.dispatch(pass, marks, "narrow_phase", &p.narrow_phase, grid);
         if let Some(c) = contacts {
             c.record_detection(pass, parity, marks);
         }
         let joints = self.joints.as_ref();
         if let Some(j) = joints {
             marks.mark(pass, Stage::Solve);
-            j.record_prepare(pass);
+            j.record_prepare(pass, marks);
         }
         for _ in 0..self.params.substeps {
             bodies(pass);
             marks.mark(pass, Stage::Integrate);
-            self.dispatch(pass, "integrate_velocities", &p.integrate_velocities, grid);
+            self.dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
             marks.mark(pass, Stage::Solve);
             if let Some(c) = contacts {
-                c.record_pass(pass, parity, ContactPass::WarmStart);
+                c.record_pass(pass, marks, parity, ContactPass::WarmStart);
                 bodies(pass);
             }
             if let Some(j) = joints {
-                j.record_warm_start(pass);
+                j.record_warm_start(pass, marks);
                 bodies(pass);
             }
             // Without static colliders the static passes would leave every body as it is.
             let statics = self.params.collider_count > 0;
             if statics {
-                self.dispatch(pass, "solve_static", &p.solve_static, grid);
+                self.dispatch(pass, marks, "solve_static", &p.solve_static, grid);
             }
             // Each iteration sweeps the joints, then the manifolds.
             for _ in 0..self.params.iterations {
                 if let Some(j) = joints {
-                    j.record_solve(pass, true);
+                    j.record_solve(pass, marks, true);
                 }
                 if let Some(c) = contacts {
-                    c.record_pass(pass, parity, ContactPass::Solve);
+                    c.record_pass(pass, marks, parity, ContactPass::Solve);
                 }
             }
             if contacts.is_some() || joints.is_some() {
@@ -599,30 +638,30 @@ impl GpuSolver {
             }
             if let Some(particles) = &self.particles {
                 marks.mark(pass, Stage::Particles);
-                particles.record_contacts(pass);
+                particles.record_contacts(pass, marks);
                 bodies(pass);
             }
             marks.mark(pass, Stage::Integrate);
-            self.dispatch(pass, "integrate_positions", &p.integrate_positions, grid);
+            self.dispatch(pass, marks, "integrate_positions", &p.integrate_positions, grid);
             if let Some(particles) = &self.particles {
                 marks.mark(pass, Stage::Particles);
-                particles.record_advance(pass);
+                particles.record_advance(pass, marks);
                 bodies(pass);
             }
             if self.params.relax_iterations > 0 {
                 marks.mark(pass, Stage::Solve);
                 if statics {
-                    self.dispatch(pass, "relax_static", &p.relax_static, grid);
+                    self.dispatch(pass, marks, "relax_static", &p.relax_static, grid);
                 }
                 if let Some(c) = contacts {
-                    c.record_prepare(pass, parity);
+                    c.record_prepare(pass, marks, parity);
                 }
                 for _ in 0..self.params.relax_iterations {
                     if let Some(j) = joints {
-                        j.record_solve(pass, false);
+                        j.record_solve(pass, marks, false);
                     }
                     if let Some(c) = contacts {
-                        c.record_pass(pass, parity, ContactPass::Relax);
+                        c.record_pass(pass, marks, parity, ContactPass::Relax);
                     }
                 }
             }
@@ -632,9 +671,9 @@ impl GpuSolver {
         // Where nothing can bounce the restitution passes would change nothing: not recorded
         // (nor run on the CPU).
         if self.bounces {
-            self.dispatch(pass, "restitution", &p.restitution, grid);
+            self.dispatch(pass, marks, "restitution", &p.restitution, grid);
             if let Some(c) = contacts {
-                c.record_pass(pass, parity, ContactPass::Restitution);
+                c.record_pass(pass, marks, parity, ContactPass::Restitution);
             }
         }
         marks.mark(pass, Stage::End);
@@ -758,12 +797,13 @@ impl Solver for GpuSolver {
         {
             let mut pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("stats"), timestamp_writes: None });
+            let marks = &mut Marks::off();
             if let Some(c) = &self.contacts_stages {
-                c.record_stats(&mut pass, (self.steps.saturating_sub(1) % 2) as usize);
+                c.record_stats(&mut pass, marks, (self.steps.saturating_sub(1) % 2) as usize);
             }
             pass.set_bind_group(0, &self.bind_group, &[]);
-            self.dispatch(&mut pass, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
-            self.dispatch(&mut pass, "stats_final", &self.pipelines.stats_final, (1, 1));
+            self.dispatch(&mut pass, marks, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
+            self.dispatch(&mut pass, marks, "stats_final", &self.pipelines.stats_final, (1, 1));
         }
         encoder.copy_buffer_to_buffer(&self.stats, 0, &self.stats_readback, 0, size_of::<GpuStats>() as u64);
         let dropped = self.particles.as_ref().and_then(|p| p.record_dropped_copy(&mut encoder, &self.params)).cloned();
