@@ -50,6 +50,9 @@ enum Scene {
     /// The joint grid with welds instead of ball joints (not in the benchmark set; `--bodies`
     /// ignored).
     WeldGrid,
+    /// `--bodies` / 7 robot arms (at least one) of six links on motorized, limited hinges
+    /// (not in the benchmark set; no Rapier side).
+    Arms,
     /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
     /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.
     Ragdolls,
@@ -434,6 +437,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::ConvexPile => scenes::convex_pile(desc),
         Scene::JointGrid => scenes::joint_grid(desc),
         Scene::WeldGrid => scenes::weld_grid(desc),
+        Scene::Arms => scenes::arms(desc, args.bodies),
         Scene::Ragdolls => scenes::ragdolls(desc, args.bodies.div_ceil(11).max(1)),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),

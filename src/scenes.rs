@@ -656,6 +656,40 @@ pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, s
     Ok(world)
 }
 
+/// `arms`: `count` / 7 robot arms (at least one) on a square grid 1.5 m apart, each a fixed
+/// base and six links (boxes 0.1 x 0.5 x 0.1 m, density 1000: 5 kg) standing straight up on
+/// motorized hinges with limits (±1.2 rad), about z and x by turns. Each motor has its own
+/// speed (up to 1.5 rad/s either way) and a torque (60 N m) too small to hold all the links
+/// above it out sideways, so the arms swing into their limits and sag under gravity against
+/// their motors. The arms meet nothing (`body_contacts` off): a benchmark of motorized,
+/// limited hinges.
+pub fn arms(mut desc: WorldDesc, count: usize) -> Result<World> {
+    use crate::JointDesc;
+    desc.solver.body_contacts = false;
+    let mut world = World::new(desc)?;
+    let arms = (count / 7).max(1);
+    let side = (arms as f32).sqrt().ceil() as usize;
+    for n in 0..arms {
+        let base_at = Vec3::new(1.5 * (n % side) as f32, 0.0, 1.5 * (n / side) as f32);
+        let mut below = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1)).position(base_at))?;
+        for k in 0..6 {
+            let link = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.05, 0.25, 0.05)))
+                .density(1000.0)
+                .position(base_at + Vec3::new(0.0, 0.25 + 0.5 * k as f32, 0.0));
+            let link = world.add_body(link)?;
+            let axis = if k % 2 == 0 { Vec3::Z } else { Vec3::X };
+            // Speeds spread over [-1.5, 1.5] rad/s by arm and joint.
+            let speed = 1.5 * ((n * 7 + k * 3) % 13) as f32 / 6.0 - 1.5;
+            let hinge = JointDesc::revolute(below, link, base_at + Vec3::new(0.0, 0.5 * k as f32, 0.0), axis)
+                .limits(-1.2, 1.2)
+                .motor(speed, 60.0);
+            world.add_joint(hinge)?;
+            below = link;
+        }
+    }
+    Ok(world)
+}
+
 /// `ragdolls`: `count` ragdolls of eleven bodies each (a pelvis, a chest, a head, upper arms
 /// and forearms, thighs and shins: 57 kg in boxes, a sphere and capsules), standing in a
 /// T-pose in rows of eight above a flight of ten static steps (each 0.3 m high and 0.6 m
