@@ -1,7 +1,7 @@
 //! Joints of one color, several at once, one in each lane: the warm start and the sweeps of
 //! `cpu::joints` for the kinds of [`Kind`] (a point held, with no angular part, a cone, a cone
-//! and twist limits, a hinge, a limited hinge or a weld), with the same arithmetic in the same order,
-//! so the same bits as one joint at a time (tested there).
+//! and twist limits, a hinge with or without a motor and limits, or a weld), with the same
+//! arithmetic in the same order, so the same bits as one joint at a time (tested there).
 //!
 //! The joints of one color share no dynamic body, so the lanes are independent. Each call takes
 //! `L::N` joints of one kind and their two bodies' copies (`pairs`, A then B), reads the solver
@@ -14,11 +14,11 @@ use super::{Lanes, M3, Q4, Simd, V3, quat_mul, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
     GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED,
-    JOINT_LINEAR_POINT, JOINT_TWIST, StepParams,
+    JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
 };
 
 /// The joints the lanes take, each with its anchors held together (`JOINT_LINEAR_POINT`) and
-/// unbroken, without a motor.
+/// unbroken; of them only hinges have motors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::cpu) enum Kind {
     /// A ball joint: no angular part.
@@ -33,11 +33,15 @@ pub(in crate::cpu) enum Kind {
     LimitedHinge,
     /// A weld: the point and B's orientation relative to A's held.
     Weld,
+    /// A hinge with a motor.
+    MotorHinge,
+    /// A hinge with a motor and limits.
+    MotorLimitedHinge,
 }
 
 impl Kind {
     /// The kind of `j`, or `None` for one the lanes do not take (other angular or linear
-    /// parts, a motor, a broken joint).
+    /// parts, a broken joint).
     pub(in crate::cpu) fn of(j: &GpuJoint) -> Option<Self> {
         if j.linear != JOINT_LINEAR_POINT {
             return None;
@@ -49,6 +53,8 @@ impl Kind {
             (JOINT_ANGULAR_HINGE, 0) => Some(Self::Hinge),
             (JOINT_ANGULAR_HINGE, JOINT_LIMITED) => Some(Self::LimitedHinge),
             (JOINT_ANGULAR_LOCKED, 0) => Some(Self::Weld),
+            (JOINT_ANGULAR_HINGE, JOINT_MOTOR) => Some(Self::MotorHinge),
+            (JOINT_ANGULAR_HINGE, f) if f == JOINT_MOTOR | JOINT_LIMITED => Some(Self::MotorLimitedHinge),
             _ => None,
         }
     }
@@ -61,8 +67,11 @@ const CONE_TWIST: u8 = 2;
 const HINGE: u8 = 3;
 const LIMITED_HINGE: u8 = 4;
 const WELD: u8 = 5;
+const MOTOR_HINGE: u8 = 6;
+const MOTOR_LIMITED_HINGE: u8 = 7;
 
-/// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits.
+/// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits; a
+/// hinge's motor.
 const fn cone(k: u8) -> bool {
     k == CONE || k == CONE_TWIST
 }
@@ -70,16 +79,19 @@ const fn twist(k: u8) -> bool {
     k == CONE_TWIST
 }
 const fn hinge(k: u8) -> bool {
-    k == HINGE || k == LIMITED_HINGE
+    k == HINGE || k == LIMITED_HINGE || motor(k)
 }
 const fn limited_hinge(k: u8) -> bool {
-    k == LIMITED_HINGE
+    k == LIMITED_HINGE || k == MOTOR_LIMITED_HINGE
+}
+const fn motor(k: u8) -> bool {
+    k == MOTOR_HINGE || k == MOTOR_LIMITED_HINGE
 }
 /// Whether kind `K` holds B's orientation relative to A's (a weld's angular rows).
 const fn weld(k: u8) -> bool {
     k == WELD
 }
-/// Whether kind `K` reads the joint's axes.
+/// Whether kind `K` reads the joint's axes (and with them a motor's speed and effort).
 const fn axes(k: u8) -> bool {
     k != BALL && k != WELD
 }
@@ -230,6 +242,14 @@ impl<L: Lanes> Words<L> {
     #[inline(always)]
     fn axis_b(&self) -> V3<L> {
         Self::v3(&self.axes, 4)
+    }
+    #[inline(always)]
+    fn motor_speed(&self) -> L {
+        self.axes[3]
+    }
+    #[inline(always)]
+    fn max_motor_effort(&self) -> L {
+        self.axes[7]
     }
     #[inline(always)]
     fn reference(&self) -> Q4<L> {
@@ -485,10 +505,25 @@ fn solve<const K: u8, L: Lanes>(
         Words::set(&mut words.angular, 0, acting.add(angular));
         a.w = a.w.sub(a.inv_inertia.mul(angular));
         b.w = b.w.add(b.inv_inertia.mul(angular));
+        let axial_mass = if motor(K) || limited_hinge(K) { row_mass(&k, axis_a) } else { zero };
+        if motor(K) {
+            // Rigid, its accumulated impulse within the torque it may apply over the substep.
+            let cdot = axis_a.dot(b.w.sub(a.w)) - words.motor_speed();
+            let impulse = -axial_mass * cdot;
+            let old = words.angular[MOTOR];
+            let most = words.max_motor_effort() * L::splat(p.h);
+            // `f32::clamp` to [-most, most].
+            let updated = old + impulse;
+            let updated = L::select(updated.lt(-most), -most, updated);
+            let updated = L::select(updated.gt(most), most, updated);
+            words.angular[MOTOR] = updated;
+            let applied = axis_a.scale(updated - old);
+            a.w = a.w.sub(a.inv_inertia.mul(applied));
+            b.w = b.w.add(b.inv_inertia.mul(applied));
+        }
         if limited_hinge(K) {
             // B's turn about the axis relative to A, from the directions across it; the lower
             // limit pushes it up the axis, the upper down it.
-            let axial_mass = row_mass(&k, axis_a);
             let (ref_a, ref_b) = (a.q.rotate(words.ref_a()), b.q.rotate(words.ref_b()));
             let angle = angle_of(ref_a.dot(ref_b), axis_a.dot(ref_a.cross(ref_b)));
             let (lower, upper) = (words.lower(), words.upper());
@@ -597,6 +632,8 @@ macro_rules! by_kind {
             Kind::Hinge => call!(HINGE),
             Kind::LimitedHinge => call!(LIMITED_HINGE),
             Kind::Weld => call!(WELD),
+            Kind::MotorHinge => call!(MOTOR_HINGE),
+            Kind::MotorLimitedHinge => call!(MOTOR_LIMITED_HINGE),
         }
     }};
 }
