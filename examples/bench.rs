@@ -50,8 +50,8 @@ enum Scene {
     /// The joint grid with welds instead of ball joints (not in the benchmark set; `--bodies`
     /// ignored).
     WeldGrid,
-    /// `--bodies` / 7 robot arms (at least one) of six links on motorized, limited hinges
-    /// (not in the benchmark set; no Rapier side).
+    /// `--bodies` / 8 robot arms (at least one), each on a motorized, limited slider with six
+    /// links on motorized, limited hinges (not in the benchmark set; no Rapier side).
     Arms,
     /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
     /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.

@@ -656,33 +656,41 @@ pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, s
     Ok(world)
 }
 
-/// `arms`: `count` / 7 robot arms (at least one) on a square grid 1.5 m apart, each a fixed
-/// base and six links (boxes 0.1 x 0.5 x 0.1 m, density 1000: 5 kg) standing straight up on
-/// motorized hinges with limits (±1.2 rad), about z and x by turns. Each motor has its own
-/// speed (up to 1.5 rad/s either way) and a torque (60 N m) too small to hold all the links
-/// above it out sideways, so the arms swing into their limits and sag under gravity against
-/// their motors. The arms meet nothing (`body_contacts` off): a benchmark of motorized,
-/// limited hinges.
+/// `arms`: `count` / 8 robot arms (at least one) on a square grid 1.5 m apart, each a fixed
+/// base, a carriage (0.3 x 0.2 x 0.3 m, 18 kg) on a motorized vertical slider with limits
+/// (±0.3 m, 0.4 m/s up or down by turns, 1,000 N) above it, and six links (boxes 0.1 x 0.5 x
+/// 0.1 m, density 1000: 5 kg) standing straight up on the carriage on motorized hinges with
+/// limits (±1.2 rad), about z and x by turns. Each hinge's motor has its own speed (up to 1.5
+/// rad/s either way) and a torque (60 N m) too small to hold all the links above it out
+/// sideways, so the arms swing into their limits and sag under gravity against their motors,
+/// while the carriages ride up and down to their limits. The arms meet nothing
+/// (`body_contacts` off): a benchmark of motorized, limited joints.
 pub fn arms(mut desc: WorldDesc, count: usize) -> Result<World> {
     use crate::JointDesc;
     desc.solver.body_contacts = false;
     let mut world = World::new(desc)?;
-    let arms = (count / 7).max(1);
+    let arms = (count / 8).max(1);
     let side = (arms as f32).sqrt().ceil() as usize;
     for n in 0..arms {
         let base_at = Vec3::new(1.5 * (n % side) as f32, 0.0, 1.5 * (n / side) as f32);
-        let mut below = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1)).position(base_at))?;
+        let base = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1)).position(base_at))?;
+        let carriage_at = base_at + Vec3::new(0.0, 0.1, 0.0);
+        let carriage = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.15, 0.1, 0.15))).density(1000.0);
+        let carriage = world.add_body(carriage.position(carriage_at))?;
+        let lift = if n % 2 == 0 { 0.4 } else { -0.4 };
+        let slider = JointDesc::prismatic(base, carriage, carriage_at, Vec3::Y).limits(-0.3, 0.3).motor(lift, 1000.0);
+        world.add_joint(slider)?;
+        let mut below = carriage;
         for k in 0..6 {
+            let foot = carriage_at + Vec3::new(0.0, 0.1 + 0.5 * k as f32, 0.0);
             let link = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::new(0.05, 0.25, 0.05)))
                 .density(1000.0)
-                .position(base_at + Vec3::new(0.0, 0.25 + 0.5 * k as f32, 0.0));
+                .position(foot + Vec3::new(0.0, 0.25, 0.0));
             let link = world.add_body(link)?;
             let axis = if k % 2 == 0 { Vec3::Z } else { Vec3::X };
             // Speeds spread over [-1.5, 1.5] rad/s by arm and joint.
             let speed = 1.5 * ((n * 7 + k * 3) % 13) as f32 / 6.0 - 1.5;
-            let hinge = JointDesc::revolute(below, link, base_at + Vec3::new(0.0, 0.5 * k as f32, 0.0), axis)
-                .limits(-1.2, 1.2)
-                .motor(speed, 60.0);
+            let hinge = JointDesc::revolute(below, link, foot, axis).limits(-1.2, 1.2).motor(speed, 60.0);
             world.add_joint(hinge)?;
             below = link;
         }
