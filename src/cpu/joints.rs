@@ -837,6 +837,10 @@ mod tests {
         Weld,
         MotorHinge,
         MotorLimitedHinge,
+        Slider,
+        LimitedSlider,
+        MotorSlider,
+        MotorLimitedSlider,
     }
 
     /// A joint of kind `kind` between `a` and `b` with random anchors (B's at its centre for
@@ -853,7 +857,13 @@ mod tests {
             Built::Weld => (JOINT_ANGULAR_LOCKED, 0),
             Built::MotorHinge => (JOINT_ANGULAR_HINGE, JOINT_MOTOR),
             Built::MotorLimitedHinge => (JOINT_ANGULAR_HINGE, JOINT_LIMITED | JOINT_MOTOR),
+            Built::Slider => (JOINT_ANGULAR_LOCKED, 0),
+            Built::LimitedSlider => (JOINT_ANGULAR_LOCKED, JOINT_LIMITED),
+            Built::MotorSlider => (JOINT_ANGULAR_LOCKED, JOINT_MOTOR),
+            Built::MotorLimitedSlider => (JOINT_ANGULAR_LOCKED, JOINT_LIMITED | JOINT_MOTOR),
         };
+        let slider =
+            matches!(kind, Built::Slider | Built::LimitedSlider | Built::MotorSlider | Built::MotorLimitedSlider);
         let unit = |r: &mut Numbers| (r.vec3() + Vec3::new(0.0, 0.0, 1.5)).normalize();
         let axis_a = unit(r);
         let opposite = flags & JOINT_LIMITED != 0 && angular == JOINT_ANGULAR_FREE && r.next() > 0.6;
@@ -868,12 +878,16 @@ mod tests {
             body_a: a as u32,
             body_b: b as u32,
             angular,
-            linear: if kind == Built::Plane { JOINT_LINEAR_PLANE } else { JOINT_LINEAR_POINT },
+            linear: match kind {
+                Built::Plane => JOINT_LINEAR_PLANE,
+                _ if slider => JOINT_LINEAR_LINE,
+                _ => JOINT_LINEAR_POINT,
+            },
             flags,
             local_anchor_a: r.vec3() * 0.5,
             // Anchors at B's centre leave B's angular velocity to the `+ I_b 0` alone.
             local_anchor_b: if b.is_multiple_of(3) { Vec3::ZERO } else { r.vec3() * 0.5 },
-            local_linear_axis_a: Vec3::Y,
+            local_linear_axis_a: if slider { unit(r) } else { Vec3::Y },
             local_axis_a: axis_a,
             local_axis_b: axis_b,
             local_ref_a: across(axis_a, r),
@@ -890,7 +904,7 @@ mod tests {
             upper_impulse: 0.05 * r.next().abs(),
             motor_impulse: 0.05 * r.next(),
             twist_upper_impulse: 0.05 * r.next().abs(),
-            reference: if kind == Built::Weld {
+            reference: if kind == Built::Weld || slider {
                 Quat::from_axis_angle(unit(r), 2.0 * r.next())
             } else {
                 Quat::IDENTITY
@@ -906,14 +920,28 @@ mod tests {
     /// joints); and a color with a joint of another kind among ball joints.
     fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, Vec<GpuBody>, Vec<GpuSolverBody>) {
         use Built::*;
-        let kinds = [Ball, Cone, ConeTwist, Hinge, LimitedHinge, Weld, MotorHinge, MotorLimitedHinge, Plane];
+        let kinds = [
+            Ball,
+            Cone,
+            ConeTwist,
+            Hinge,
+            LimitedHinge,
+            Weld,
+            MotorHinge,
+            MotorLimitedHinge,
+            Slider,
+            LimitedSlider,
+            MotorSlider,
+            MotorLimitedSlider,
+            Plane,
+        ];
         let n = 4 + 2 * 500;
         let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
-        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 130, 130, 130].into_iter().enumerate() {
+        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 130, 130, 130, 220].into_iter().enumerate() {
             for k in 0..count {
-                let kind = if c == 10 { kinds[k % 9] } else { kinds[(k / 17 + c) % 8] };
+                let kind = if c == 11 { kinds[k % 13] } else { kinds[(k / 17 + c) % 12] };
                 joints.push(joint(4 + 2 * k, 5 + 2 * k, kind, &bodies, r));
             }
             colors.push(joints.len() as u32);
@@ -959,8 +987,22 @@ mod tests {
         let (mut joints, mut runs) = (joints, Vec::new());
         kind_runs(&mut joints, &colors, &mut runs, |_| {});
         // Every kind the lanes take has a run of 17 in some color, and no run crosses a color.
-        use JointKind::{Ball, Cone, ConeTwist, Hinge, LimitedHinge, MotorHinge, MotorLimitedHinge, Weld};
-        for kind in [Ball, Cone, ConeTwist, Hinge, LimitedHinge, Weld, MotorHinge, MotorLimitedHinge] {
+        use JointKind::*;
+        let lane_kinds = [
+            Ball,
+            Cone,
+            ConeTwist,
+            Hinge,
+            LimitedHinge,
+            Weld,
+            MotorHinge,
+            MotorLimitedHinge,
+            Slider,
+            LimitedSlider,
+            MotorSlider,
+            MotorLimitedSlider,
+        ];
+        for kind in lane_kinds {
             assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");
         }
         assert!(runs.iter().all(|r| colors.iter().all(|&c| c <= r.start || c >= r.end)));

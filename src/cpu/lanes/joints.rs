@@ -1,7 +1,8 @@
 //! Joints of one color, several at once, one in each lane: the warm start and the sweeps of
 //! `cpu::joints` for the kinds of [`Kind`] (a point held, with no angular part, a cone, a cone
-//! and twist limits, a hinge with or without a motor and limits, or a weld), with the same
-//! arithmetic in the same order, so the same bits as one joint at a time (tested there).
+//! and twist limits, a hinge or a slider with or without a motor and limits, or a weld), with
+//! the same arithmetic in the same order, so the same bits as one joint at a time (tested
+//! there).
 //!
 //! The joints of one color share no dynamic body, so the lanes are independent. Each call takes
 //! `L::N` joints of one kind and their two bodies' copies (`pairs`, A then B), reads the solver
@@ -14,11 +15,12 @@ use super::{Lanes, M3, Q4, Simd, V3, quat_mul, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
     GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED,
-    JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
+    JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
 };
 
-/// The joints the lanes take, each with its anchors held together (`JOINT_LINEAR_POINT`) and
-/// unbroken; of them only hinges have motors.
+/// The joints the lanes take, unbroken: those whose anchors are held together
+/// (`JOINT_LINEAR_POINT`), and sliders (B's anchor on a line through A's, B's orientation
+/// held); of them hinges and sliders may have motors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::cpu) enum Kind {
     /// A ball joint: no angular part.
@@ -37,12 +39,29 @@ pub(in crate::cpu) enum Kind {
     MotorHinge,
     /// A hinge with a motor and limits.
     MotorLimitedHinge,
+    /// A slider without a motor or limits.
+    Slider,
+    /// A slider with limits.
+    LimitedSlider,
+    /// A slider with a motor.
+    MotorSlider,
+    /// A slider with a motor and limits.
+    MotorLimitedSlider,
 }
 
 impl Kind {
     /// The kind of `j`, or `None` for one the lanes do not take (other angular or linear
     /// parts, a broken joint).
     pub(in crate::cpu) fn of(j: &GpuJoint) -> Option<Self> {
+        if j.linear == JOINT_LINEAR_LINE && j.angular == JOINT_ANGULAR_LOCKED {
+            return match j.flags {
+                0 => Some(Self::Slider),
+                JOINT_LIMITED => Some(Self::LimitedSlider),
+                JOINT_MOTOR => Some(Self::MotorSlider),
+                f if f == JOINT_MOTOR | JOINT_LIMITED => Some(Self::MotorLimitedSlider),
+                _ => None,
+            };
+        }
         if j.linear != JOINT_LINEAR_POINT {
             return None;
         }
@@ -69,6 +88,10 @@ const LIMITED_HINGE: u8 = 4;
 const WELD: u8 = 5;
 const MOTOR_HINGE: u8 = 6;
 const MOTOR_LIMITED_HINGE: u8 = 7;
+const SLIDER: u8 = 8;
+const LIMITED_SLIDER: u8 = 9;
+const MOTOR_SLIDER: u8 = 10;
+const MOTOR_LIMITED_SLIDER: u8 = 11;
 
 /// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits; a
 /// hinge's motor.
@@ -87,13 +110,28 @@ const fn limited_hinge(k: u8) -> bool {
 const fn motor(k: u8) -> bool {
     k == MOTOR_HINGE || k == MOTOR_LIMITED_HINGE
 }
-/// Whether kind `K` holds B's orientation relative to A's (a weld's angular rows).
+/// Whether kind `K` is a slider; has a slider's motor; a slider's limits.
+const fn slider(k: u8) -> bool {
+    k >= SLIDER && k <= MOTOR_LIMITED_SLIDER
+}
+const fn slider_motor(k: u8) -> bool {
+    k == MOTOR_SLIDER || k == MOTOR_LIMITED_SLIDER
+}
+const fn slider_limits(k: u8) -> bool {
+    k == LIMITED_SLIDER || k == MOTOR_LIMITED_SLIDER
+}
+/// Whether kind `K` holds B's orientation relative to A's (a weld's angular rows, which a
+/// slider has too).
 const fn weld(k: u8) -> bool {
-    k == WELD
+    k == WELD || slider(k)
 }
 /// Whether kind `K` reads the joint's axes (and with them a motor's speed and effort).
 const fn axes(k: u8) -> bool {
-    k != BALL && k != WELD
+    cone(k) || hinge(k) || slider_motor(k)
+}
+/// Whether kind `K` writes the lower limit's impulse.
+const fn lower_limit(k: u8) -> bool {
+    turn_limits(k) || slider_limits(k)
 }
 /// Whether kind `K` holds a turn about an axis within limits (a twist, a hinge's angle): it
 /// reads the reference directions and writes the lower limit's impulse.
@@ -173,7 +211,8 @@ impl<L: Lanes> Sides<L> {
 }
 
 /// The words of `L::N` joints that kind `K` reads, by rows of `GpuJoint`: the anchors with the
-/// limits (words 4..12), the axes (12..20), a weld's reference orientation (24..28), the
+/// limits (words 4..12), the axes (12..20), a slider's line (20..24), a weld's or a slider's
+/// reference orientation (24..28), the
 /// centres' offset with the lower, linear and upper impulses (28..36), the angular and motor
 /// impulses with A's reference direction (36..44), B's reference direction with the upper
 /// twist impulse (44..48). Rows a kind does not read are zeros; the rows written back hold the
@@ -181,6 +220,7 @@ impl<L: Lanes> Sides<L> {
 struct Words<L> {
     anchors: [L; 8],
     axes: [L; 8],
+    line: [L; 4],
     reference: [L; 4],
     impulses: [L; 8],
     angular: [L; 8],
@@ -194,6 +234,7 @@ impl<L: Lanes> Words<L> {
         Self {
             anchors: L::transpose8(|l| eight(joint_words(&joints[l]), 4)),
             axes: if axes(K) { L::transpose8(|l| eight(joint_words(&joints[l]), 12)) } else { zeros },
+            line: if slider(K) { L::transpose4(|l| four(joint_words(&joints[l]), 20)) } else { [zeros[0]; 4] },
             reference: if weld(K) { L::transpose4(|l| four(joint_words(&joints[l]), 24)) } else { [zeros[0]; 4] },
             impulses: L::transpose8(|l| eight(joint_words(&joints[l]), 28)),
             angular: if turn_limits(K) {
@@ -244,6 +285,10 @@ impl<L: Lanes> Words<L> {
         Self::v3(&self.axes, 4)
     }
     #[inline(always)]
+    fn line_axis(&self) -> V3<L> {
+        Self::v3(&self.line, 0)
+    }
+    #[inline(always)]
     fn motor_speed(&self) -> L {
         self.axes[3]
     }
@@ -280,7 +325,7 @@ impl<L: Lanes> Words<L> {
     /// Writes the impulses back (with the unchanged words of their rows).
     #[inline(always)]
     fn store<const K: u8>(&self, joints: &mut [GpuJoint]) {
-        if turn_limits(K) {
+        if lower_limit(K) {
             L::untranspose8(self.impulses, |l, r| joint_words_mut(&mut joints[l])[28..36].copy_from_slice(&r));
         } else {
             let [.., x, y, z, upper] = self.impulses;
@@ -429,7 +474,23 @@ fn warm_start<const K: u8, L: Lanes>(
     let (mut a, mut b) =
         (Sides::<L>::load(pairs, joints, solver_bodies, 0), Sides::<L>::load(pairs, joints, solver_bodies, 1));
     let (ra, rb) = (a.q.rotate(words.anchor_a()), b.q.rotate(words.anchor_b()));
-    let linear = words.linear_impulse();
+    let mut linear = words.linear_impulse();
+    let mut lever_a = ra;
+    if slider(K) {
+        // What acts across the line, and the motor and limits along it; A's lever arm reaches
+        // B's anchor.
+        let separation = b.dp.sub(a.dp).add(words.delta_center()).add(rb.sub(ra));
+        lever_a = ra.add(separation);
+        let u = a.q.rotate(words.line_axis());
+        let acting = linear.sub(u.scale(u.dot(linear)));
+        Words::set(&mut words.impulses, 4, acting);
+        linear = if slider_motor(K) || slider_limits(K) {
+            let along = (words.angular[MOTOR] + words.impulses[LOWER]) - words.impulses[UPPER];
+            acting.add(u.scale(along))
+        } else {
+            acting
+        };
+    }
     let mut angular = words.angular_impulse();
     if hinge(K) {
         let axis = a.q.rotate(words.axis_a());
@@ -448,10 +509,10 @@ fn warm_start<const K: u8, L: Lanes>(
         }
     }
     a.v = a.v.sub(linear.scale(a.inv_mass));
-    a.w = a.w.sub(a.inv_inertia.mul(ra.cross(linear).add(angular)));
+    a.w = a.w.sub(a.inv_inertia.mul(lever_a.cross(linear).add(angular)));
     b.v = b.v.add(linear.scale(b.inv_mass));
     b.w = b.w.add(b.inv_inertia.mul(rb.cross(linear).add(angular)));
-    if hinge(K) {
+    if hinge(K) || slider(K) {
         words.store::<K>(joints);
     }
     a.store(pairs, 0);
@@ -554,6 +615,9 @@ fn solve<const K: u8, L: Lanes>(
         a.w = a.w.sub(a.inv_inertia.mul(angular));
         b.w = b.w.add(b.inv_inertia.mul(angular));
     }
+    if slider_motor(K) || slider_limits(K) {
+        slider_motor_and_limits::<K, L>(p, &mut words, &mut a, &mut b, use_bias);
+    }
     if cone(K) {
         // The cone pushes B's axis back towards A's, along minus the direction across them.
         let (axis_a, axis_b) = (a.q.rotate(words.axis_a()), b.q.rotate(words.axis_b()));
@@ -579,6 +643,13 @@ fn solve<const K: u8, L: Lanes>(
     let (ra, rb) = (a.q.rotate(words.anchor_a()), b.q.rotate(words.anchor_b()));
     let separation = b.dp.sub(a.dp).add(words.delta_center()).add(rb.sub(ra));
     let m = a.inv_mass + b.inv_mass;
+    if slider(K) {
+        slider_line(&mut words, &mut a, &mut b, (ra, rb, separation), (rate, mass_scale, impulse_scale));
+        words.store::<K>(joints);
+        a.store(pairs, 0);
+        b.store(pairs, 1);
+        return;
+    }
     let cdot = b.v.add(b.w.cross(rb)).sub(a.v.add(a.w.cross(ra)));
     // The columns of K, with the unit axes' products computed as the one-joint code computes
     // them.
@@ -601,6 +672,113 @@ fn solve<const K: u8, L: Lanes>(
     words.store::<K>(joints);
     a.store(pairs, 0);
     b.store(pairs, 1);
+}
+
+/// `cpu::joints::slider_motor_and_limits` for `L::N` sliders of kind `K`: the motor, then the
+/// lower and upper limits, each a row on B's anchor's velocity along the line relative to the
+/// point of A under it.
+#[inline(always)]
+fn slider_motor_and_limits<const K: u8, L: Lanes>(
+    p: &StepParams,
+    words: &mut Words<L>,
+    a: &mut Sides<L>,
+    b: &mut Sides<L>,
+    use_bias: bool,
+) {
+    let zero = L::splat(0.0);
+    let (ra, rb) = (a.q.rotate(words.anchor_a()), b.q.rotate(words.anchor_b()));
+    let separation = b.dp.sub(a.dp).add(words.delta_center()).add(rb.sub(ra));
+    let lever_a = ra.add(separation);
+    let u = a.q.rotate(words.line_axis());
+    let (ja, jb) = (lever_a.cross(u), rb.cross(u));
+    let k = ((a.inv_mass + b.inv_mass) + ja.dot(a.inv_inertia.mul(ja))) + jb.dot(b.inv_inertia.mul(jb));
+    let axial_mass = L::select(k.gt(zero), L::splat(1.0) / k, zero);
+    if slider_motor(K) {
+        let cdot = slider_speed(u, ja, jb, a, b) - words.motor_speed();
+        let impulse = -axial_mass * cdot;
+        let old = words.angular[MOTOR];
+        let most = words.max_motor_effort() * L::splat(p.h);
+        // `f32::clamp` to [-most, most].
+        let updated = old + impulse;
+        let updated = L::select(updated.lt(-most), -most, updated);
+        let updated = L::select(updated.gt(most), most, updated);
+        words.angular[MOTOR] = updated;
+        slider_push(u, ja, jb, updated - old, a, b);
+    }
+    if slider_limits(K) {
+        let translation = u.dot(separation);
+        // `sign` 1 pushes B up the line (the lower limit), -1 down it (the upper).
+        let limits = [(translation - words.lower(), 1.0, LOWER), (words.upper() - translation, -1.0, UPPER)];
+        for (c, sign, word) in limits {
+            let (bias, mass_scale, impulse_scale) = limit_bias(p, c, use_bias);
+            let sign = L::splat(sign);
+            let cdot = sign * slider_speed(u, ja, jb, a, b);
+            let accumulated = words.impulses[word];
+            let impulse = -axial_mass * mass_scale * (cdot + bias) - impulse_scale * accumulated;
+            let updated = (accumulated + impulse).max(zero);
+            words.impulses[word] = updated;
+            slider_push(u, ja, jb, sign * (updated - accumulated), a, b);
+        }
+    }
+}
+
+/// B's anchor's speed along a slider's line `u` relative to the point of A under it, with the
+/// rows' angular parts `ja` and `jb`.
+#[inline(always)]
+fn slider_speed<L: Lanes>(u: V3<L>, ja: V3<L>, jb: V3<L>, a: &Sides<L>, b: &Sides<L>) -> L {
+    (u.dot(b.v.sub(a.v)) + jb.dot(b.w)) - ja.dot(a.w)
+}
+
+/// Pushes B along a slider's line `u` by `impulse`, and A the other way.
+#[inline(always)]
+fn slider_push<L: Lanes>(u: V3<L>, ja: V3<L>, jb: V3<L>, impulse: L, a: &mut Sides<L>, b: &mut Sides<L>) {
+    let along = u.scale(impulse);
+    a.v = a.v.sub(along.scale(a.inv_mass));
+    a.w = a.w.sub(a.inv_inertia.mul(ja.scale(impulse)));
+    b.v = b.v.add(along.scale(b.inv_mass));
+    b.w = b.w.add(b.inv_inertia.mul(jb.scale(impulse)));
+}
+
+/// The linear part of `cpu::joints::solve_joint` for `L::N` sliders: the two rows across the
+/// line, turning with A, from the lever arms and the anchors' separation (`frame`) and the
+/// soft constraint's rate, mass scale and impulse scale (`soft`).
+#[inline(always)]
+fn slider_line<L: Lanes>(
+    words: &mut Words<L>,
+    a: &mut Sides<L>,
+    b: &mut Sides<L>,
+    (ra, rb, separation): (V3<L>, V3<L>, V3<L>),
+    (rate, mass_scale, impulse_scale): (L, L, L),
+) {
+    let zero = L::splat(0.0);
+    let m = a.inv_mass + b.inv_mass;
+    let lever_a = ra.add(separation);
+    let u = a.q.rotate(words.line_axis());
+    let accumulated = words.linear_impulse();
+    let acting = accumulated.sub(u.scale(u.dot(accumulated)));
+    let (t1, t2) = tangent_basis_lanes(u);
+    // Row t's angular parts on A and B, and its effective mass.
+    let (ja1, jb1, ja2, jb2) = (lever_a.cross(t1), rb.cross(t1), lever_a.cross(t2), rb.cross(t2));
+    let (ia1, ib1) = (a.inv_inertia.mul(ja1), b.inv_inertia.mul(jb1));
+    let (ia2, ib2) = (a.inv_inertia.mul(ja2), b.inv_inertia.mul(jb2));
+    let dv = b.v.sub(a.v);
+    let c1 = ((t1.dot(dv) + jb1.dot(b.w)) - ja1.dot(a.w)) + rate * t1.dot(separation);
+    let k11 = (m + ja1.dot(ia1)) + jb1.dot(ib1);
+    let c2 = ((t2.dot(dv) + jb2.dot(b.w)) - ja2.dot(a.w)) + rate * t2.dot(separation);
+    let k12 = ja1.dot(ia2) + jb1.dot(ib2);
+    let k22 = (m + ja2.dot(ia2)) + jb2.dot(ib2);
+    let det = k11 * k22 - k12 * k12;
+    let inv_det = L::select(det.gt(zero), L::splat(1.0) / det, zero);
+    let x1 = (k22 * c1 - k12 * c2) * inv_det;
+    let x2 = (k11 * c2 - k12 * c1) * inv_det;
+    let l1 = -mass_scale * x1 - impulse_scale * t1.dot(acting);
+    let l2 = -mass_scale * x2 - impulse_scale * t2.dot(acting);
+    let linear = t1.scale(l1).add(t2.scale(l2));
+    Words::set(&mut words.impulses, 4, acting.add(linear));
+    a.v = a.v.sub(linear.scale(a.inv_mass));
+    a.w = a.w.sub(a.inv_inertia.mul(lever_a.cross(linear)));
+    b.v = b.v.add(linear.scale(b.inv_mass));
+    b.w = b.w.add(b.inv_inertia.mul(rb.cross(linear)));
 }
 
 /// Runs `$w16::<K>($args)`, `$w8::<K>($args)` or `$f::<K>($args)`, the code for kind `$kind`
@@ -634,6 +812,10 @@ macro_rules! by_kind {
             Kind::Weld => call!(WELD),
             Kind::MotorHinge => call!(MOTOR_HINGE),
             Kind::MotorLimitedHinge => call!(MOTOR_LIMITED_HINGE),
+            Kind::Slider => call!(SLIDER),
+            Kind::LimitedSlider => call!(LIMITED_SLIDER),
+            Kind::MotorSlider => call!(MOTOR_SLIDER),
+            Kind::MotorLimitedSlider => call!(MOTOR_LIMITED_SLIDER),
         }
     }};
 }
