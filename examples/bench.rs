@@ -50,8 +50,9 @@ enum Scene {
     /// The joint grid with welds instead of ball joints (not in the benchmark set; `--bodies`
     /// ignored).
     WeldGrid,
-    /// `--bodies` / 8 robot arms (at least one), each on a motorized, limited slider with six
-    /// links on motorized, limited hinges (not in the benchmark set; no Rapier side).
+    /// `--bodies` / 9 robot arms (at least one), each on a motorized, limited slider with six
+    /// links on motorized, limited hinges and a hand on a universal joint (not in the benchmark
+    /// set; no Rapier side).
     Arms,
     /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
     /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.

@@ -656,20 +656,22 @@ pub fn particle_bowl_with_bodies(desc: WorldDesc, count: usize, bodies: usize, s
     Ok(world)
 }
 
-/// `arms`: `count` / 8 robot arms (at least one) on a square grid 1.5 m apart, each a fixed
+/// `arms`: `count` / 9 robot arms (at least one) on a square grid 1.5 m apart, each a fixed
 /// base, a carriage (0.3 x 0.2 x 0.3 m, 18 kg) on a motorized vertical slider with limits
 /// (±0.3 m, 0.4 m/s up or down by turns, 1,000 N) above it, and six links (boxes 0.1 x 0.5 x
 /// 0.1 m, density 1000: 5 kg) standing straight up on the carriage on motorized hinges with
 /// limits (±1.2 rad), about z and x by turns. Each hinge's motor has its own speed (up to 1.5
 /// rad/s either way) and a torque (60 N m) too small to hold all the links above it out
 /// sideways, so the arms swing into their limits and sag under gravity against their motors,
-/// while the carriages ride up and down to their limits. The arms meet nothing
+/// while the carriages ride up and down to their limits. A hand (a 0.2 m cube, 8 kg) hangs on
+/// a universal joint at the top of each arm, about x on the last link and z on the hand. The
+/// arms meet nothing
 /// (`body_contacts` off): a benchmark of motorized, limited joints.
 pub fn arms(mut desc: WorldDesc, count: usize) -> Result<World> {
     use crate::JointDesc;
     desc.solver.body_contacts = false;
     let mut world = World::new(desc)?;
-    let arms = (count / 8).max(1);
+    let arms = (count / 9).max(1);
     let side = (arms as f32).sqrt().ceil() as usize;
     for n in 0..arms {
         let base_at = Vec3::new(1.5 * (n % side) as f32, 0.0, 1.5 * (n / side) as f32);
@@ -694,6 +696,10 @@ pub fn arms(mut desc: WorldDesc, count: usize) -> Result<World> {
             world.add_joint(hinge)?;
             below = link;
         }
+        let wrist = carriage_at + Vec3::new(0.0, 3.1, 0.0);
+        let hand = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).density(1000.0);
+        let hand = world.add_body(hand.position(wrist + Vec3::new(0.0, 0.1, 0.0)))?;
+        world.add_joint(JointDesc::universal(below, hand, wrist, Vec3::X, Vec3::Z))?;
     }
     Ok(world)
 }
