@@ -841,6 +841,7 @@ mod tests {
         LimitedSlider,
         MotorSlider,
         MotorLimitedSlider,
+        Universal,
     }
 
     /// A joint of kind `kind` between `a` and `b` with random anchors (B's at its centre for
@@ -861,6 +862,7 @@ mod tests {
             Built::LimitedSlider => (JOINT_ANGULAR_LOCKED, JOINT_LIMITED),
             Built::MotorSlider => (JOINT_ANGULAR_LOCKED, JOINT_MOTOR),
             Built::MotorLimitedSlider => (JOINT_ANGULAR_LOCKED, JOINT_LIMITED | JOINT_MOTOR),
+            Built::Universal => (JOINT_ANGULAR_TWO_AXES, 0),
         };
         let slider =
             matches!(kind, Built::Slider | Built::LimitedSlider | Built::MotorSlider | Built::MotorLimitedSlider);
@@ -904,12 +906,13 @@ mod tests {
             upper_impulse: 0.05 * r.next().abs(),
             motor_impulse: 0.05 * r.next(),
             twist_upper_impulse: 0.05 * r.next().abs(),
+            // What a universal joint holds (the others do not read it).
+            rest_angle: 1.5 * r.next().abs(),
             reference: if kind == Built::Weld || slider {
                 Quat::from_axis_angle(unit(r), 2.0 * r.next())
             } else {
                 Quat::IDENTITY
             },
-            ..GpuJoint::zeroed()
         }
     }
 
@@ -933,15 +936,16 @@ mod tests {
             LimitedSlider,
             MotorSlider,
             MotorLimitedSlider,
+            Universal,
             Plane,
         ];
         let n = 4 + 2 * 500;
         let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
-        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 130, 130, 130, 220].into_iter().enumerate() {
+        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 140, 140, 140, 220].into_iter().enumerate() {
             for k in 0..count {
-                let kind = if c == 11 { kinds[k % 13] } else { kinds[(k / 17 + c) % 12] };
+                let kind = if c == 11 { kinds[k % 14] } else { kinds[(k / 17 + c) % 13] };
                 joints.push(joint(4 + 2 * k, 5 + 2 * k, kind, &bodies, r));
             }
             colors.push(joints.len() as u32);
@@ -1001,6 +1005,7 @@ mod tests {
             LimitedSlider,
             MotorSlider,
             MotorLimitedSlider,
+            Universal,
         ];
         for kind in lane_kinds {
             assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");

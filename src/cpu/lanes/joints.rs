@@ -1,8 +1,8 @@
 //! Joints of one color, several at once, one in each lane: the warm start and the sweeps of
 //! `cpu::joints` for the kinds of [`Kind`] (a point held, with no angular part, a cone, a cone
-//! and twist limits, a hinge or a slider with or without a motor and limits, or a weld), with
-//! the same arithmetic in the same order, so the same bits as one joint at a time (tested
-//! there).
+//! and twist limits, a hinge or a slider with or without a motor and limits, a universal joint
+//! or a weld), with the same arithmetic in the same order, so the same bits as one joint at a
+//! time (tested there).
 //!
 //! The joints of one color share no dynamic body, so the lanes are independent. Each call takes
 //! `L::N` joints of one kind and their two bodies' copies (`pairs`, A then B), reads the solver
@@ -14,8 +14,8 @@ use glam::Vec4;
 use super::{Lanes, M3, Q4, Simd, V3, quat_mul, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
-    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED, JOINT_LIMITED,
-    JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
+    GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
+    JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
 };
 
 /// The joints the lanes take, unbroken: those whose anchors are held together
@@ -47,6 +47,8 @@ pub(in crate::cpu) enum Kind {
     MotorSlider,
     /// A slider with a motor and limits.
     MotorLimitedSlider,
+    /// A universal joint: the point, and the angle between an axis of each body held.
+    Universal,
 }
 
 impl Kind {
@@ -74,6 +76,7 @@ impl Kind {
             (JOINT_ANGULAR_LOCKED, 0) => Some(Self::Weld),
             (JOINT_ANGULAR_HINGE, JOINT_MOTOR) => Some(Self::MotorHinge),
             (JOINT_ANGULAR_HINGE, f) if f == JOINT_MOTOR | JOINT_LIMITED => Some(Self::MotorLimitedHinge),
+            (JOINT_ANGULAR_TWO_AXES, 0) => Some(Self::Universal),
             _ => None,
         }
     }
@@ -92,6 +95,7 @@ const SLIDER: u8 = 8;
 const LIMITED_SLIDER: u8 = 9;
 const MOTOR_SLIDER: u8 = 10;
 const MOTOR_LIMITED_SLIDER: u8 = 11;
+const UNIVERSAL: u8 = 12;
 
 /// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits; a
 /// hinge's motor.
@@ -120,6 +124,10 @@ const fn slider_motor(k: u8) -> bool {
 const fn slider_limits(k: u8) -> bool {
     k == LIMITED_SLIDER || k == MOTOR_LIMITED_SLIDER
 }
+/// Whether kind `K` holds the angle between an axis of each body (a universal joint's row).
+const fn universal(k: u8) -> bool {
+    k == UNIVERSAL
+}
 /// Whether kind `K` holds B's orientation relative to A's (a weld's angular rows, which a
 /// slider has too).
 const fn weld(k: u8) -> bool {
@@ -127,7 +135,12 @@ const fn weld(k: u8) -> bool {
 }
 /// Whether kind `K` reads the joint's axes (and with them a motor's speed and effort).
 const fn axes(k: u8) -> bool {
-    cone(k) || hinge(k) || slider_motor(k)
+    cone(k) || hinge(k) || slider_motor(k) || universal(k)
+}
+/// Whether kind `K` reads the second half of the angular impulse's row: A's reference
+/// direction, or a universal joint's angle.
+const fn angular_row(k: u8) -> bool {
+    turn_limits(k) || universal(k)
 }
 /// Whether kind `K` writes the lower limit's impulse.
 const fn lower_limit(k: u8) -> bool {
@@ -237,7 +250,7 @@ impl<L: Lanes> Words<L> {
             line: if slider(K) { L::transpose4(|l| four(joint_words(&joints[l]), 20)) } else { [zeros[0]; 4] },
             reference: if weld(K) { L::transpose4(|l| four(joint_words(&joints[l]), 24)) } else { [zeros[0]; 4] },
             impulses: L::transpose8(|l| eight(joint_words(&joints[l]), 28)),
-            angular: if turn_limits(K) {
+            angular: if angular_row(K) {
                 L::transpose8(|l| eight(joint_words(&joints[l]), 36))
             } else {
                 let [x, y, z, motor] = L::transpose4(|l| four(joint_words(&joints[l]), 36));
@@ -318,6 +331,10 @@ impl<L: Lanes> Words<L> {
         Self::v3(&self.angular, 4)
     }
     #[inline(always)]
+    fn rest_angle(&self) -> L {
+        self.angular[7]
+    }
+    #[inline(always)]
     fn ref_b(&self) -> V3<L> {
         Self::v3(&self.references, 0)
     }
@@ -368,15 +385,20 @@ fn angle_of<L: Lanes>(x: L, y: L) -> L {
     L::select(y.lt(zero), -r, r)
 }
 
+/// [`crate::joint::across_axes`] in each lane, from the axes now.
+#[inline(always)]
+fn across_axes<L: Lanes>(axis_a: V3<L>, axis_b: V3<L>) -> (V3<L>, L) {
+    let across = axis_a.cross(axis_b);
+    let sin = across.dot(across).sqrt();
+    let n = V3::select(sin.gt(L::splat(1e-6)), across.scale(L::splat(1.0) / sin), V3::zero());
+    (n, angle_of(axis_a.dot(axis_b), sin))
+}
+
 /// [`crate::joint::cone_direction`] in each lane, from the axes now.
 #[inline(always)]
 fn cone_direction<L: Lanes>(axis_a: V3<L>, axis_b: V3<L>) -> (V3<L>, L) {
     let zero = L::splat(0.0);
-    // `joint::across_axes`.
-    let across = axis_a.cross(axis_b);
-    let sin = across.dot(across).sqrt();
-    let n = V3::select(sin.gt(L::splat(1e-6)), across.scale(L::splat(1.0) / sin), V3::zero());
-    let angle = angle_of(axis_a.dot(axis_b), sin);
+    let (n, angle) = across_axes(axis_a, axis_b);
     let opposite = n.x.eq(zero) & n.y.eq(zero) & n.z.eq(zero) & angle.gt(L::splat(1.0));
     (V3::select(opposite, tangent_basis_lanes(axis_a).0, n), angle)
 }
@@ -492,6 +514,12 @@ fn warm_start<const K: u8, L: Lanes>(
         };
     }
     let mut angular = words.angular_impulse();
+    if universal(K) {
+        // What acts: the accumulated impulse's part across the two axes.
+        let (n, _) = across_axes(a.q.rotate(words.axis_a()), b.q.rotate(words.axis_b()));
+        angular = n.scale(n.dot(angular));
+        Words::set(&mut words.angular, 0, angular);
+    }
     if hinge(K) {
         let axis = a.q.rotate(words.axis_a());
         angular = hinge_acting(angular, axis);
@@ -512,7 +540,7 @@ fn warm_start<const K: u8, L: Lanes>(
     a.w = a.w.sub(a.inv_inertia.mul(lever_a.cross(linear).add(angular)));
     b.v = b.v.add(linear.scale(b.inv_mass));
     b.w = b.w.add(b.inv_inertia.mul(rb.cross(linear).add(angular)));
-    if hinge(K) || slider(K) {
+    if hinge(K) || slider(K) || universal(K) {
         words.store::<K>(joints);
     }
     a.store(pairs, 0);
@@ -536,7 +564,7 @@ fn solve<const K: u8, L: Lanes>(
     let (zero, one) = (L::splat(0.0), L::splat(1.0));
     let (mut a, mut b) =
         (Sides::<L>::load(pairs, joints, solver_bodies, 0), Sides::<L>::load(pairs, joints, solver_bodies, 1));
-    if !hinge(K) && !weld(K) {
+    if !hinge(K) && !weld(K) && !universal(K) {
         // No angular block: the one-joint code applies a zero angular impulse, `I 0`, which is
         // +0 in every component (a diagonal entry is positive, or all are zero): it turns a
         // -0.0 of B's angular velocity into +0.0, and leaves A's `ω - (+0)` as it is.
@@ -596,6 +624,19 @@ fn solve<const K: u8, L: Lanes>(
                 limit_row(p, upper - angle, axis_a.neg(), accumulated, axial_mass, &mut a, &mut b, use_bias);
             words.impulses[UPPER] = upper_row;
         }
+    }
+    if universal(K) {
+        // One row across the two axes: their angle's rate is the relative spin along it.
+        let k = summed(&a.inv_inertia, &b.inv_inertia);
+        let (n, angle) = across_axes(a.q.rotate(words.axis_a()), b.q.rotate(words.axis_b()));
+        let mass = row_mass(&k, n);
+        let accumulated = words.angular_impulse();
+        let acting = n.scale(n.dot(accumulated));
+        let c = n.dot(b.w.sub(a.w)) + rate * (angle - words.rest_angle());
+        let angular = n.scale(-mass_scale * mass * c - impulse_scale * n.dot(acting));
+        Words::set(&mut words.angular, 0, acting.add(angular));
+        a.w = a.w.sub(a.inv_inertia.mul(angular));
+        b.w = b.w.add(b.inv_inertia.mul(angular));
     }
     if weld(K) {
         // B's orientation against the one the weld holds it at, as a rotation vector.
@@ -816,6 +857,7 @@ macro_rules! by_kind {
             Kind::LimitedSlider => call!(LIMITED_SLIDER),
             Kind::MotorSlider => call!(MOTOR_SLIDER),
             Kind::MotorLimitedSlider => call!(MOTOR_LIMITED_SLIDER),
+            Kind::Universal => call!(UNIVERSAL),
         }
     }};
 }
