@@ -825,11 +825,13 @@ mod tests {
             .unzip()
     }
 
-    /// The kinds of joint the tests build: those the lanes take, and one they do not.
+    /// The kinds of joint the tests build: those the lanes take, and one they do not (a point
+    /// on a plane with a cone).
     #[derive(Clone, Copy, PartialEq)]
     enum Built {
         Ball,
         Plane,
+        ConedPlane,
         Cone,
         ConeTwist,
         Hinge,
@@ -851,6 +853,7 @@ mod tests {
     fn joint(a: usize, b: usize, kind: Built, bodies: &[GpuBody], r: &mut Numbers) -> GpuJoint {
         let (angular, flags) = match kind {
             Built::Ball | Built::Plane => (JOINT_ANGULAR_FREE, 0),
+            Built::ConedPlane => (JOINT_ANGULAR_FREE, JOINT_LIMITED),
             Built::Cone => (JOINT_ANGULAR_FREE, JOINT_LIMITED),
             Built::ConeTwist => (JOINT_ANGULAR_FREE, JOINT_LIMITED | JOINT_TWIST),
             Built::Hinge => (JOINT_ANGULAR_HINGE, 0),
@@ -881,7 +884,7 @@ mod tests {
             body_b: b as u32,
             angular,
             linear: match kind {
-                Built::Plane => JOINT_LINEAR_PLANE,
+                Built::Plane | Built::ConedPlane => JOINT_LINEAR_PLANE,
                 _ if slider => JOINT_LINEAR_LINE,
                 _ => JOINT_LINEAR_POINT,
             },
@@ -938,20 +941,21 @@ mod tests {
             MotorLimitedSlider,
             Universal,
             Plane,
+            ConedPlane,
         ];
         let n = 4 + 2 * 500;
         let (bodies, solver_bodies) = bodies(n, r);
         let mut joints = Vec::new();
         let mut colors = vec![0];
-        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 140, 140, 140, 220].into_iter().enumerate() {
+        for (c, count) in [1, 3, 4, 7, 8, 16, 17, 33, 170, 170, 170, 220].into_iter().enumerate() {
             for k in 0..count {
-                let kind = if c == 11 { kinds[k % 14] } else { kinds[(k / 17 + c) % 13] };
+                let kind = if c == 11 { kinds[k % 15] } else { kinds[(k / 17 + c) % 14] };
                 joints.push(joint(4 + 2 * k, 5 + 2 * k, kind, &bodies, r));
             }
             colors.push(joints.len() as u32);
         }
         for k in 0..500 {
-            joints.push(joint(4 + 2 * k, 5 + 2 * k, if k < 400 { ConeTwist } else { Plane }, &bodies, r));
+            joints.push(joint(4 + 2 * k, 5 + 2 * k, if k < 400 { ConeTwist } else { ConedPlane }, &bodies, r));
         }
         colors.push(joints.len() as u32);
         for k in 0..40 {
@@ -959,7 +963,7 @@ mod tests {
         }
         colors.push(joints.len() as u32);
         for k in 0..40 {
-            joints.push(joint(5 + 2 * k, 4 + 2 * k, if k == 9 { Plane } else { Ball }, &bodies, r));
+            joints.push(joint(5 + 2 * k, 4 + 2 * k, if k == 9 { ConedPlane } else { Ball }, &bodies, r));
         }
         colors.push(joints.len() as u32);
         (joints, colors, bodies, solver_bodies)
@@ -1006,6 +1010,7 @@ mod tests {
             MotorSlider,
             MotorLimitedSlider,
             Universal,
+            PointOnPlane,
         ];
         for kind in lane_kinds {
             assert!(runs.iter().any(|r| r.kind == Some(kind) && r.end - r.start >= 17), "no run of {kind:?}");

@@ -10,8 +10,8 @@
 //! ([`world_inertia4`], [`world_inertia8`]), the velocity integration ([`integrate4`],
 //! [`integrate8`]) and a polytope's world points and planes ([`polytope_world`]). A color's
 //! ball joints (plain, coned, or coned and twist-limited), hinges and sliders (each with or
-//! without a motor and limits), universal joints and welds go through the warm start and the
-//! sweeps in [`joints`], up to sixteen of one kind at once. Each lane does exactly the arithmetic of the one-at-a-time code, in the
+//! without a motor and limits), universal joints, welds and points on planes go through the
+//! warm start and the sweeps in [`joints`], up to sixteen of one kind at once. Each lane does exactly the arithmetic of the one-at-a-time code, in the
 //! same order (branches become selects; no fused multiply-adds): the results are bit for bit
 //! those of the one-at-a-time code, whatever the width, so a run gives the same bits on a
 //! machine with AVX and on one without.

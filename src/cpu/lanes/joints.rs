@@ -1,8 +1,8 @@
 //! Joints of one color, several at once, one in each lane: the warm start and the sweeps of
 //! `cpu::joints` for the kinds of [`Kind`] (a point held, with no angular part, a cone, a cone
-//! and twist limits, a hinge or a slider with or without a motor and limits, a universal joint
-//! or a weld), with the same arithmetic in the same order, so the same bits as one joint at a
-//! time (tested there).
+//! and twist limits, a hinge or a slider with or without a motor and limits, a universal joint,
+//! a weld or a point on a plane), with the same arithmetic in the same order, so the same bits
+//! as one joint at a time (tested there).
 //!
 //! The joints of one color share no dynamic body, so the lanes are independent. Each call takes
 //! `L::N` joints of one kind and their two bodies' copies (`pairs`, A then B), reads the solver
@@ -15,12 +15,13 @@ use super::{Lanes, M3, Q4, Simd, V3, quat_mul, tangent_basis_lanes};
 use crate::joint::TWIST_MIN_ONE_PLUS_COS;
 use crate::layout::{
     GpuBody, GpuJoint, GpuSolverBody, JOINT_ANGULAR_FREE, JOINT_ANGULAR_HINGE, JOINT_ANGULAR_LOCKED,
-    JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_POINT, JOINT_MOTOR, JOINT_TWIST, StepParams,
+    JOINT_ANGULAR_TWO_AXES, JOINT_LIMITED, JOINT_LINEAR_LINE, JOINT_LINEAR_PLANE, JOINT_LINEAR_POINT, JOINT_MOTOR,
+    JOINT_TWIST, StepParams,
 };
 
 /// The joints the lanes take, unbroken: those whose anchors are held together
-/// (`JOINT_LINEAR_POINT`), and sliders (B's anchor on a line through A's, B's orientation
-/// held); of them hinges and sliders may have motors.
+/// (`JOINT_LINEAR_POINT`), sliders (B's anchor on a line through A's, B's orientation held)
+/// and points on planes without a cone; of them hinges and sliders may have motors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::cpu) enum Kind {
     /// A ball joint: no angular part.
@@ -49,6 +50,8 @@ pub(in crate::cpu) enum Kind {
     MotorLimitedSlider,
     /// A universal joint: the point, and the angle between an axis of each body held.
     Universal,
+    /// A point on a plane: B's anchor on a plane turning with A, B free to turn.
+    PointOnPlane,
 }
 
 impl Kind {
@@ -63,6 +66,9 @@ impl Kind {
                 f if f == JOINT_MOTOR | JOINT_LIMITED => Some(Self::MotorLimitedSlider),
                 _ => None,
             };
+        }
+        if j.linear == JOINT_LINEAR_PLANE && j.angular == JOINT_ANGULAR_FREE && j.flags == 0 {
+            return Some(Self::PointOnPlane);
         }
         if j.linear != JOINT_LINEAR_POINT {
             return None;
@@ -96,6 +102,7 @@ const LIMITED_SLIDER: u8 = 9;
 const MOTOR_SLIDER: u8 = 10;
 const MOTOR_LIMITED_SLIDER: u8 = 11;
 const UNIVERSAL: u8 = 12;
+const POINT_ON_PLANE: u8 = 13;
 
 /// Whether kind `K` has a cone; twist limits; a hinge's angular rows; a hinge's limits; a
 /// hinge's motor.
@@ -123,6 +130,15 @@ const fn slider_motor(k: u8) -> bool {
 }
 const fn slider_limits(k: u8) -> bool {
     k == LIMITED_SLIDER || k == MOTOR_LIMITED_SLIDER
+}
+/// Whether kind `K` holds B's anchor on a plane (a point on a plane's row).
+const fn plane(k: u8) -> bool {
+    k == POINT_ON_PLANE
+}
+/// Whether kind `K`'s linear part is a line or a plane, turning with A (A's lever arm reaching
+/// B's anchor), rather than a point.
+const fn line_or_plane(k: u8) -> bool {
+    slider(k) || plane(k)
 }
 /// Whether kind `K` holds the angle between an axis of each body (a universal joint's row).
 const fn universal(k: u8) -> bool {
@@ -224,7 +240,8 @@ impl<L: Lanes> Sides<L> {
 }
 
 /// The words of `L::N` joints that kind `K` reads, by rows of `GpuJoint`: the anchors with the
-/// limits (words 4..12), the axes (12..20), a slider's line (20..24), a weld's or a slider's
+/// limits (words 4..12), the axes (12..20), a slider's line or a plane's normal (20..24), a
+/// weld's or a slider's
 /// reference orientation (24..28), the
 /// centres' offset with the lower, linear and upper impulses (28..36), the angular and motor
 /// impulses with A's reference direction (36..44), B's reference direction with the upper
@@ -247,7 +264,7 @@ impl<L: Lanes> Words<L> {
         Self {
             anchors: L::transpose8(|l| eight(joint_words(&joints[l]), 4)),
             axes: if axes(K) { L::transpose8(|l| eight(joint_words(&joints[l]), 12)) } else { zeros },
-            line: if slider(K) { L::transpose4(|l| four(joint_words(&joints[l]), 20)) } else { [zeros[0]; 4] },
+            line: if line_or_plane(K) { L::transpose4(|l| four(joint_words(&joints[l]), 20)) } else { [zeros[0]; 4] },
             reference: if weld(K) { L::transpose4(|l| four(joint_words(&joints[l]), 24)) } else { [zeros[0]; 4] },
             impulses: L::transpose8(|l| eight(joint_words(&joints[l]), 28)),
             angular: if angular_row(K) {
@@ -498,13 +515,13 @@ fn warm_start<const K: u8, L: Lanes>(
     let (ra, rb) = (a.q.rotate(words.anchor_a()), b.q.rotate(words.anchor_b()));
     let mut linear = words.linear_impulse();
     let mut lever_a = ra;
-    if slider(K) {
-        // What acts across the line, and the motor and limits along it; A's lever arm reaches
-        // B's anchor.
+    if line_or_plane(K) {
+        // What acts across the line (along the plane's normal), and the motor and limits along
+        // the line; A's lever arm reaches B's anchor.
         let separation = b.dp.sub(a.dp).add(words.delta_center()).add(rb.sub(ra));
         lever_a = ra.add(separation);
         let u = a.q.rotate(words.line_axis());
-        let acting = linear.sub(u.scale(u.dot(linear)));
+        let acting = if plane(K) { u.scale(u.dot(linear)) } else { linear.sub(u.scale(u.dot(linear))) };
         Words::set(&mut words.impulses, 4, acting);
         linear = if slider_motor(K) || slider_limits(K) {
             let along = (words.angular[MOTOR] + words.impulses[LOWER]) - words.impulses[UPPER];
@@ -540,7 +557,7 @@ fn warm_start<const K: u8, L: Lanes>(
     a.w = a.w.sub(a.inv_inertia.mul(lever_a.cross(linear).add(angular)));
     b.v = b.v.add(linear.scale(b.inv_mass));
     b.w = b.w.add(b.inv_inertia.mul(rb.cross(linear).add(angular)));
-    if hinge(K) || slider(K) || universal(K) {
+    if hinge(K) || line_or_plane(K) || universal(K) {
         words.store::<K>(joints);
     }
     a.store(pairs, 0);
@@ -684,8 +701,8 @@ fn solve<const K: u8, L: Lanes>(
     let (ra, rb) = (a.q.rotate(words.anchor_a()), b.q.rotate(words.anchor_b()));
     let separation = b.dp.sub(a.dp).add(words.delta_center()).add(rb.sub(ra));
     let m = a.inv_mass + b.inv_mass;
-    if slider(K) {
-        slider_line(&mut words, &mut a, &mut b, (ra, rb, separation), (rate, mass_scale, impulse_scale));
+    if line_or_plane(K) {
+        line_or_plane_rows::<K, L>(&mut words, &mut a, &mut b, (ra, rb, separation), (rate, mass_scale, impulse_scale));
         words.store::<K>(joints);
         a.store(pairs, 0);
         b.store(pairs, 1);
@@ -780,11 +797,12 @@ fn slider_push<L: Lanes>(u: V3<L>, ja: V3<L>, jb: V3<L>, impulse: L, a: &mut Sid
     b.w = b.w.add(b.inv_inertia.mul(jb.scale(impulse)));
 }
 
-/// The linear part of `cpu::joints::solve_joint` for `L::N` sliders: the two rows across the
-/// line, turning with A, from the lever arms and the anchors' separation (`frame`) and the
-/// soft constraint's rate, mass scale and impulse scale (`soft`).
+/// The linear part of `cpu::joints::solve_joint` for `L::N` sliders or points on planes of
+/// kind `K`: the two rows across the line, or the one along the plane's normal, turning with
+/// A, from the lever arms and the anchors' separation (`frame`) and the soft constraint's rate,
+/// mass scale and impulse scale (`soft`).
 #[inline(always)]
-fn slider_line<L: Lanes>(
+fn line_or_plane_rows<const K: u8, L: Lanes>(
     words: &mut Words<L>,
     a: &mut Sides<L>,
     b: &mut Sides<L>,
@@ -796,13 +814,28 @@ fn slider_line<L: Lanes>(
     let lever_a = ra.add(separation);
     let u = a.q.rotate(words.line_axis());
     let accumulated = words.linear_impulse();
+    let dv = b.v.sub(a.v);
+    if plane(K) {
+        let acting = u.scale(u.dot(accumulated));
+        let (ja1, jb1) = (lever_a.cross(u), rb.cross(u));
+        let (ia1, ib1) = (a.inv_inertia.mul(ja1), b.inv_inertia.mul(jb1));
+        let c1 = ((u.dot(dv) + jb1.dot(b.w)) - ja1.dot(a.w)) + rate * u.dot(separation);
+        let k11 = (m + ja1.dot(ia1)) + jb1.dot(ib1);
+        let x = L::select(k11.gt(zero), c1 / k11, zero);
+        let linear = u.scale(-mass_scale * x - impulse_scale * u.dot(acting));
+        Words::set(&mut words.impulses, 4, acting.add(linear));
+        a.v = a.v.sub(linear.scale(a.inv_mass));
+        a.w = a.w.sub(a.inv_inertia.mul(lever_a.cross(linear)));
+        b.v = b.v.add(linear.scale(b.inv_mass));
+        b.w = b.w.add(b.inv_inertia.mul(rb.cross(linear)));
+        return;
+    }
     let acting = accumulated.sub(u.scale(u.dot(accumulated)));
     let (t1, t2) = tangent_basis_lanes(u);
     // Row t's angular parts on A and B, and its effective mass.
     let (ja1, jb1, ja2, jb2) = (lever_a.cross(t1), rb.cross(t1), lever_a.cross(t2), rb.cross(t2));
     let (ia1, ib1) = (a.inv_inertia.mul(ja1), b.inv_inertia.mul(jb1));
     let (ia2, ib2) = (a.inv_inertia.mul(ja2), b.inv_inertia.mul(jb2));
-    let dv = b.v.sub(a.v);
     let c1 = ((t1.dot(dv) + jb1.dot(b.w)) - ja1.dot(a.w)) + rate * t1.dot(separation);
     let k11 = (m + ja1.dot(ia1)) + jb1.dot(ib1);
     let c2 = ((t2.dot(dv) + jb2.dot(b.w)) - ja2.dot(a.w)) + rate * t2.dot(separation);
@@ -858,6 +891,7 @@ macro_rules! by_kind {
             Kind::MotorSlider => call!(MOTOR_SLIDER),
             Kind::MotorLimitedSlider => call!(MOTOR_LIMITED_SLIDER),
             Kind::Universal => call!(UNIVERSAL),
+            Kind::PointOnPlane => call!(POINT_ON_PLANE),
         }
     }};
 }
