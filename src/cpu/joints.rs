@@ -13,10 +13,11 @@
 //! since the step began and their offset then, which keeps it exact far from the origin.
 //! The joints of one color share no dynamic body, so solving them in order, or on the worker
 //! threads, is the GPU's parallel sweep of that color; runs of one kind of joint (plain, coned,
-//! or coned and twist-limited ball joints, free or limited hinges, welds: `lanes::JointKind`)
-//! go through the same arithmetic several at once, in SIMD lanes (`lanes::joints`), with the
-//! same bits. Sliders, universal joints, points on planes, motors and broken joints run one at
-//! a time.
+//! or coned and twist-limited ball joints, hinges and sliders with or without a motor and
+//! limits, universal joints, welds, points on planes: `lanes::JointKind`, every kind the API
+//! builds) go through the same arithmetic several at once, in SIMD lanes (`lanes::joints`),
+//! with the same bits. What is left of a run after the lanes' widths, and broken joints, run
+//! one at a time.
 
 use bytemuck::Zeroable;
 use glam::{Mat3, Quat, Vec3};
@@ -826,7 +827,8 @@ mod tests {
     }
 
     /// The kinds of joint the tests build: those the lanes take, and one they do not (a point
-    /// on a plane with a cone).
+    /// on a plane with a cone, which the API does not build: built here by hand, to run the
+    /// one-joint code in runs beside the lanes').
     #[derive(Clone, Copy, PartialEq)]
     enum Built {
         Ball,
@@ -849,7 +851,8 @@ mod tests {
     /// A joint of kind `kind` between `a` and `b` with random anchors (B's at its centre for
     /// every third B), axes, reference directions, limits, offset and impulses; for every fifth
     /// coned joint, B's axis set opposite A's in `bodies` (where the twist is undefined and the
-    /// cone pushes about a direction across A's axis).
+    /// cone pushes about a direction across A's axis), and for every fifth universal joint
+    /// parallel to it (where the row has no direction).
     fn joint(a: usize, b: usize, kind: Built, bodies: &[GpuBody], r: &mut Numbers) -> GpuJoint {
         let (angular, flags) = match kind {
             Built::Ball | Built::Plane => (JOINT_ANGULAR_FREE, 0),
@@ -872,9 +875,13 @@ mod tests {
         let unit = |r: &mut Numbers| (r.vec3() + Vec3::new(0.0, 0.0, 1.5)).normalize();
         let axis_a = unit(r);
         let opposite = flags & JOINT_LIMITED != 0 && angular == JOINT_ANGULAR_FREE && r.next() > 0.6;
+        // Every fifth universal joint's axes parallel in `bodies`, where the row has no direction.
+        let parallel = kind == Built::Universal && r.next() > 0.6;
+        let (qa, qb) = (bodies[a].orientation, bodies[b].orientation);
         let axis_b = if opposite {
-            let (qa, qb) = (bodies[a].orientation, bodies[b].orientation);
             crate::math::rotate_inv(qb, -rotate(qa, axis_a))
+        } else if parallel {
+            crate::math::rotate_inv(qb, rotate(qa, axis_a))
         } else {
             unit(r)
         };
@@ -892,7 +899,7 @@ mod tests {
             local_anchor_a: r.vec3() * 0.5,
             // Anchors at B's centre leave B's angular velocity to the `+ I_b 0` alone.
             local_anchor_b: if b.is_multiple_of(3) { Vec3::ZERO } else { r.vec3() * 0.5 },
-            local_linear_axis_a: if slider { unit(r) } else { Vec3::Y },
+            local_linear_axis_a: if slider || kind == Built::Plane { unit(r) } else { Vec3::Y },
             local_axis_a: axis_a,
             local_axis_b: axis_b,
             local_ref_a: across(axis_a, r),
@@ -926,6 +933,22 @@ mod tests {
     /// joints); and a color with a joint of another kind among ball joints.
     fn scene(r: &mut Numbers) -> (Vec<GpuJoint>, Vec<u32>, Vec<GpuBody>, Vec<GpuSolverBody>) {
         use Built::*;
+        let lane_kinds = [
+            Ball,
+            Cone,
+            ConeTwist,
+            Hinge,
+            LimitedHinge,
+            Weld,
+            MotorHinge,
+            MotorLimitedHinge,
+            Slider,
+            LimitedSlider,
+            MotorSlider,
+            MotorLimitedSlider,
+            Universal,
+            Plane,
+        ];
         let kinds = [
             Ball,
             Cone,
@@ -958,8 +981,9 @@ mod tests {
             joints.push(joint(4 + 2 * k, 5 + 2 * k, if k < 400 { ConeTwist } else { ConedPlane }, &bodies, r));
         }
         colors.push(joints.len() as u32);
-        for k in 0..40 {
-            joints.push(joint(k % 4, 4 + k, [Ball, Weld, ConeTwist][k / 17], &bodies, r));
+        // Static anchors for every lane kind, seventeen of each.
+        for k in 0..17 * lane_kinds.len() {
+            joints.push(joint(k % 4, 4 + k, lane_kinds[k / 17], &bodies, r));
         }
         colors.push(joints.len() as u32);
         for k in 0..40 {

@@ -404,6 +404,13 @@ impl GpuSolver {
         self.time_stages(true)?;
         if self.clock.as_ref().is_some_and(|c| c.profiles() != on) {
             let capacity = self.stage_marks() + if on { self.dispatches_per_step() } else { 0 };
+            if capacity > wgpu::QUERY_SET_MAX_QUERIES {
+                log::warn!(
+                    "a step records {capacity} timestamps with dispatch profiling, more than a query set holds \
+                     ({}): its profile and stage times stop short of the step's end",
+                    wgpu::QUERY_SET_MAX_QUERIES
+                );
+            }
             self.clock = Some(StageClock::new(&self.device, &self.queue, capacity, on));
         }
         Ok(())
