@@ -52,7 +52,7 @@ enum Scene {
     WeldGrid,
     /// `--bodies` / 9 robot arms (at least one), each on a motorized, limited slider with six
     /// links on motorized, limited hinges and a hand on a universal joint (not in the benchmark
-    /// set; no Rapier side).
+    /// set).
     Arms,
     /// `--bodies` / 11 ragdolls (at least one) of eleven bodies and ten joints each (ball
     /// joints with cones and twist limits, limited hinges) falling down a flight of stairs.
@@ -894,8 +894,8 @@ mod rapier_side {
         }
         for k in 0..world.joint_count() {
             let joint = world.joint(signorini::JointHandle::from_index(k))?;
-            if joint.motor.is_some() || joint.breaking.is_some() {
-                return Err("the Rapier side builds no motors or breaking loads".into());
+            if joint.breaking.is_some() {
+                return Err("the Rapier side builds no breaking loads".into());
             }
             let (a, b) = (world.body(joint.body_a)?, world.body(joint.body_b)?);
             let local = |body: &RigidBodyDesc| v(body.orientation.inverse() * (joint.anchor - body.position));
@@ -906,8 +906,7 @@ mod rapier_side {
             // made (so its angles start at zero, as signorini's do). The cone is Rapier's
             // coupled swing limit (the angle between the frames' x axes), the twist and the
             // hinge's limits its limits about x.
-            let framed = |axis: Vec3, locked: rp::JointAxesMask| {
-                let (dx, dy) = (axis.normalize(), signorini::math::tangent_basis(axis.normalize()).0);
+            let framed_by = |dx: Vec3, dy: Vec3, locked: rp::JointAxesMask| {
                 let world_frame = Quat::from_mat3(&glam::Mat3::from_cols(dx, dy, dx.cross(dy)));
                 let frame = |body: &RigidBodyDesc| {
                     let q = body.orientation.inverse() * world_frame;
@@ -918,6 +917,20 @@ mod rapier_side {
                     .local_frame2(frame(b))
                     .contacts_enabled(joint.collide)
                     .softness(softness)
+            };
+            let framed = |axis: Vec3, locked: rp::JointAxesMask| {
+                let dx = axis.normalize();
+                framed_by(dx, signorini::math::tangent_basis(dx).0, locked)
+            };
+            // A motor (a hinge's about x, a slider's along x): signorini's is a rigid velocity
+            // row within its torque or force; Rapier's nearest is a force-based velocity motor
+            // with a damping so large that it is rigid, within the same effort.
+            let motored = |builder: rp::GenericJointBuilder, axis: rp::JointAxis| match joint.motor {
+                Some(m) => builder
+                    .motor_model(axis, rp::MotorModel::ForceBased)
+                    .motor_velocity(axis, m.speed, 1e9)
+                    .motor_max_force(axis, m.max_effort),
+                None => builder,
             };
             let generic = match (joint.kind, joint.cone) {
                 (signorini::JointKind::Spherical, None) => {
@@ -941,16 +954,33 @@ mod rapier_side {
                 }
                 (signorini::JointKind::Revolute { axis }, None) => {
                     let hinge = framed(axis, rp::JointAxesMask::LOCKED_REVOLUTE_AXES);
-                    match joint.limits {
+                    let hinge = match joint.limits {
                         Some(limits) => hinge.limits(rp::JointAxis::AngX, limits),
                         None => hinge,
-                    }
+                    };
+                    motored(hinge, rp::JointAxis::AngX)
+                }
+                (signorini::JointKind::Prismatic { axis }, None) => {
+                    let slider = framed(axis, rp::JointAxesMask::LOCKED_PRISMATIC_AXES);
+                    let slider = match joint.limits {
+                        Some(limits) => slider.limits(rp::JointAxis::LinX, limits),
+                        None => slider,
+                    };
+                    motored(slider, rp::JointAxis::LinX)
+                }
+                // A universal joint: the point held, and the turn about the direction across
+                // the two axes (the frames' z) locked.
+                (signorini::JointKind::Universal { axis_a, axis_b }, None) => {
+                    let dx = axis_a.normalize();
+                    let dz = axis_a.cross(axis_b).normalize();
+                    framed_by(dx, dz.cross(dx), rp::JointAxesMask::LOCKED_SPHERICAL_AXES | rp::JointAxesMask::ANG_Z)
                 }
                 // A weld: every axis locked, holding the frames' relative pose at creation.
                 (signorini::JointKind::Fixed, _) => framed(Vec3::X, rp::JointAxesMask::LOCKED_FIXED_AXES),
                 _ => {
                     return Err(
-                        "the Rapier side builds ball joints (with cones and twists), hinges and welds only".into()
+                        "the Rapier side builds ball joints (with cones and twists), hinges, sliders, universal joints and welds only"
+                            .into()
                     );
                 }
             };

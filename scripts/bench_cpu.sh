@@ -28,6 +28,5 @@ run ragdolls-704 --scene ragdolls --bodies 704 --warmup 60 --steps 120
 # The joint grid with welds (not in the benchmark set): welds on both engines.
 run weld-grid --scene weld-grid --warmup 30 --steps 30
 # Robot arms on motorized sliders and hinges with a hand on a universal joint (not in the
-# benchmark set; the Rapier side builds no motors): signorini alone.
-./target/release/examples/bench --backend cpu --cpu-threads "$threads" --cpu-lanes "$lanes" \
-  --label "$label" --json "$out/arms.json" --scene arms --warmup 30 --steps 30
+# benchmark set).
+run arms --scene arms --warmup 30 --steps 30
