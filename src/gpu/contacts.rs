@@ -490,46 +490,29 @@ impl GpuContacts {
         })
     }
 
-    fn dispatch(
-        &self,
-        pass: &mut wgpu::ComputePass,
-        marks: &mut Marks,
-        stage: &'static str,
-        pipeline: &wgpu::ComputePipeline,
-        grid: (u32, u32),
-    ) {
-        if grid.0 > 0 {
-            marks.dispatch(pass, stage);
-            pass.push_debug_group(stage);
-            pass.set_pipeline(pipeline);
-            pass.dispatch_workgroups(grid.0, grid.1, 1);
-            pass.pop_debug_group();
-        }
-    }
-
     /// Records `broad_phase`, `collide_pairs` (with compaction and warm starting) and `color`
     /// (adjacency, rounds, buckets, Jacobi split) for the step of parity `parity`.
     pub fn record_detection(&self, pass: &mut wgpu::ComputePass, parity: usize, marks: &mut Marks) {
         let p = &self.pipelines;
         marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        self.dispatch(pass, marks, "keep_faces", &p.keep_faces, self.pair_grid);
-        self.dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.body_grid);
+        kernels::dispatch(pass, marks, "keep_faces", &p.keep_faces, self.pair_grid);
+        kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.body_grid);
         let l = &self.layout;
         if l.brute_force != 0 {
-            self.dispatch(pass, marks, "count_pairs", &p.count_pairs, self.body_grid);
+            kernels::dispatch(pass, marks, "count_pairs", &p.count_pairs, self.body_grid);
             self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
             pass.set_bind_group(0, &self.pairs_group, &[]);
-            self.dispatch(pass, marks, "write_pairs", &p.write_pairs, self.body_grid);
+            kernels::dispatch(pass, marks, "write_pairs", &p.write_pairs, self.body_grid);
         } else {
             let (scan, scan_group) = (&self.scan, &self.scan_group);
             let cells = (scan, scan_group, SCAN_CELLS);
             self.radix.record(pass, marks, "cell_sort", &self.radix_group, 0, self.cell_passes, l.body_count, cells);
             pass.set_bind_group(0, &self.pairs_group, &[]);
-            self.dispatch(pass, marks, "grid_cells", &p.grid_cells, self.body_grid);
-            self.dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
+            kernels::dispatch(pass, marks, "grid_cells", &p.grid_cells, self.body_grid);
+            kernels::dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
             pass.set_bind_group(0, &self.manifold_groups[parity], &[0]);
-            self.dispatch(pass, marks, "grid_finish", &p.grid_finish, (1, 1));
+            kernels::dispatch(pass, marks, "grid_finish", &p.grid_finish, (1, 1));
             // Only when the pairs overflowed (`grid_finish` sizes it): the list again, whole
             // items in grid order, so that which pairs fit is no race.
             self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
@@ -547,41 +530,41 @@ impl GpuContacts {
         marks.mark(pass, Stage::NarrowPhase);
         let group = &self.manifold_groups[parity];
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, marks, "recycle_pairs", &p.recycle_pairs, self.pair_grid);
+        kernels::dispatch(pass, marks, "recycle_pairs", &p.recycle_pairs, self.pair_grid);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        self.dispatch(pass, marks, "collide_pairs", &p.collide_pairs, self.pair_grid);
+        kernels::dispatch(pass, marks, "collide_pairs", &p.collide_pairs, self.pair_grid);
         self.scan.record(pass, marks, "scan_flags", &self.scan_group, SCAN_FLAGS, self.layout.pair_capacity);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, marks, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
+        kernels::dispatch(pass, marks, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
         marks.mark(pass, Stage::Coloring);
-        self.dispatch(pass, marks, "adjacency_count", &p.adjacency_count, self.manifold_grid);
-        self.dispatch(pass, marks, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
+        kernels::dispatch(pass, marks, "adjacency_count", &p.adjacency_count, self.manifold_grid);
+        kernels::dispatch(pass, marks, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
         self.scan.record(pass, marks, "scan_adjacency", &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, marks, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
-        self.dispatch(pass, marks, "adjacency_sort", &p.adjacency_sort, self.body_grid);
+        kernels::dispatch(pass, marks, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
+        kernels::dispatch(pass, marks, "adjacency_sort", &p.adjacency_sort, self.body_grid);
         if let Some(fused) = p.color_fused.as_ref().filter(|_| self.rounds > 0) {
-            self.dispatch(pass, marks, "color_fused", fused, (1, 1));
+            kernels::dispatch(pass, marks, "color_fused", fused, (1, 1));
         } else if self.rounds > 0 {
-            self.dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
-            self.dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
-            self.dispatch(pass, marks, "color_descend", &p.color_descend, self.manifold_grid);
-            self.dispatch(pass, marks, "color_settle", &p.color_settle, self.manifold_grid);
+            kernels::dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
+            kernels::dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
+            kernels::dispatch(pass, marks, "color_descend", &p.color_descend, self.manifold_grid);
+            kernels::dispatch(pass, marks, "color_settle", &p.color_settle, self.manifold_grid);
             for round in 0..self.rounds {
                 pass.set_bind_group(0, group, &[(round as u64 * UNIFORM_SLOT) as u32]);
-                self.dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
-                self.dispatch(pass, marks, "color_pick", &p.color_pick, self.manifold_grid);
-                self.dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
+                kernels::dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
+                kernels::dispatch(pass, marks, "color_pick", &p.color_pick, self.manifold_grid);
+                kernels::dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
             }
             pass.set_bind_group(0, group, &[0]);
         }
-        self.dispatch(pass, marks, "bucket_histogram", &p.bucket_histogram, self.histogram_grid);
+        kernels::dispatch(pass, marks, "bucket_histogram", &p.bucket_histogram, self.histogram_grid);
         let buckets = self.layout.buckets * self.layout.histogram_groups;
         self.scan.record(pass, marks, "scan_buckets", &self.scan_group, SCAN_HISTOGRAM, buckets);
         pass.set_bind_group(0, group, &[0]);
-        self.dispatch(pass, marks, "bucket_scatter", &p.bucket_scatter, self.histogram_grid);
-        self.dispatch(pass, marks, "bucket_args", &p.bucket_args, (1, 1));
-        self.dispatch(pass, marks, "jacobi_split", &p.jacobi_split, self.body_grid);
+        kernels::dispatch(pass, marks, "bucket_scatter", &p.bucket_scatter, self.histogram_grid);
+        kernels::dispatch(pass, marks, "bucket_args", &p.bucket_args, (1, 1));
+        kernels::dispatch(pass, marks, "jacobi_split", &p.jacobi_split, self.body_grid);
     }
 
     /// Dispatches [`Self::record_detection`] records (mirrors it).
@@ -698,7 +681,7 @@ impl GpuContacts {
     /// Records the manifolds' statistics partials.
     pub fn record_stats(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize) {
         pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
-        self.dispatch(pass, marks, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
+        kernels::dispatch(pass, marks, "manifold_stats", &self.pipelines.manifold_stats, self.manifold_stats_grid);
     }
 
     /// Records the copies that carry what the next step reads of the last one from these

@@ -115,6 +115,24 @@ pub(crate) fn pipeline_with(
     })
 }
 
+/// Records one dispatch of `pipeline` over `grid` (none when the grid has no workgroups) inside
+/// a debug group named `label`, for readable captures, after its mark for a profiled step.
+pub(crate) fn dispatch(
+    pass: &mut wgpu::ComputePass,
+    marks: &mut Marks,
+    label: &'static str,
+    pipeline: &wgpu::ComputePipeline,
+    grid: (u32, u32),
+) {
+    if grid.0 > 0 {
+        marks.dispatch(pass, label);
+        pass.push_debug_group(label);
+        pass.set_pipeline(pipeline);
+        pass.dispatch_workgroups(grid.0, grid.1, 1);
+        pass.pop_debug_group();
+    }
+}
+
 /// Parameters of one scan, written into its slot of the scan uniform.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]

@@ -358,17 +358,22 @@ impl GpuParticles {
     /// Records the contacts of one substep (when on): the grid, the particle-body contacts, the
     /// Jacobi iterations. They run after the bodies' velocity solve, before their positions.
     pub fn record_contacts(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks) {
-        let run = |pass: &mut wgpu::ComputePass,
-                   marks: &mut Marks,
-                   stage: &'static str,
-                   pipeline: &wgpu::ComputePipeline,
-                   grid: (u32, u32)| {
+        // One dispatch with the particles' bind group (`with`: another's).
+        let with = |group: &wgpu::BindGroup,
+                    pass: &mut wgpu::ComputePass,
+                    marks: &mut Marks,
+                    stage: &'static str,
+                    pipeline: &wgpu::ComputePipeline,
+                    grid: (u32, u32)| {
             marks.dispatch(pass, stage);
             pass.push_debug_group(stage);
-            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_bind_group(0, group, &[]);
             pass.set_pipeline(pipeline);
             pass.dispatch_workgroups(grid.0, grid.1, 1);
             pass.pop_debug_group();
+        };
+        let run = |pass: &mut wgpu::ComputePass, marks: &mut Marks, stage, pipeline, grid| {
+            with(&self.bind_group, pass, marks, stage, pipeline, grid)
         };
         if self.collisions {
             run(pass, marks, "particle_hash", &self.hash, self.hash_grid);
@@ -376,17 +381,8 @@ impl GpuParticles {
             self.radix.record(pass, marks, "particle_sort", &self.radix_group, 0, self.radix_passes, self.count, scan);
             run(pass, marks, "particle_cell_start", &self.cell_start, self.grid);
             if let Some(b) = &self.bodies {
-                let find = |pass: &mut wgpu::ComputePass,
-                            marks: &mut Marks,
-                            stage: &'static str,
-                            pipeline: &wgpu::ComputePipeline,
-                            grid: (u32, u32)| {
-                    marks.dispatch(pass, stage);
-                    pass.push_debug_group(stage);
-                    pass.set_bind_group(0, &b.bind_group, &[]);
-                    pass.set_pipeline(pipeline);
-                    pass.dispatch_workgroups(grid.0, grid.1, 1);
-                    pass.pop_debug_group();
+                let find = |pass: &mut wgpu::ComputePass, marks: &mut Marks, stage, pipeline, grid| {
+                    with(&b.bind_group, pass, marks, stage, pipeline, grid)
                 };
                 find(pass, marks, "particle_speed_bound", &b.speed, self.grid);
                 find(pass, marks, "body_particle_count", &b.count, b.grid);

@@ -570,24 +570,6 @@ impl GpuSolver {
         Ok(out)
     }
 
-    /// Records one dispatch inside a debug group named after its stage, for readable captures.
-    fn dispatch(
-        &self,
-        pass: &mut wgpu::ComputePass,
-        marks: &mut Marks,
-        stage: &'static str,
-        pipeline: &wgpu::ComputePipeline,
-        grid: (u32, u32),
-    ) {
-        if grid.0 > 0 {
-            marks.dispatch(pass, stage);
-            pass.push_debug_group(stage);
-            pass.set_pipeline(pipeline);
-            pass.dispatch_workgroups(grid.0, grid.1, 1);
-            pass.pop_debug_group();
-        }
-    }
-
     /// Records one step; the stages and their order are those of `CpuSolver::step`. `step` is
     /// the number of steps before it (its parity picks the manifold buffers).
     fn record_step(&self, pass: &mut wgpu::ComputePass, step: u64, marks: &mut Marks) {
@@ -604,7 +586,7 @@ impl GpuSolver {
         }
         bodies(pass);
         marks.mark(pass, Stage::NarrowPhase);
-        self.dispatch(pass, marks, "narrow_phase", &p.narrow_phase, grid);
+        kernels::dispatch(pass, marks, "narrow_phase", &p.narrow_phase, grid);
         if let Some(c) = contacts {
             c.record_detection(pass, parity, marks);
         }
@@ -616,7 +598,7 @@ impl GpuSolver {
         for _ in 0..self.params.substeps {
             bodies(pass);
             marks.mark(pass, Stage::Integrate);
-            self.dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
+            kernels::dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
             marks.mark(pass, Stage::Solve);
             if let Some(c) = contacts {
                 c.record_pass(pass, marks, parity, ContactPass::WarmStart);
@@ -629,7 +611,7 @@ impl GpuSolver {
             // Without static colliders the static passes would leave every body as it is.
             let statics = self.params.collider_count > 0;
             if statics {
-                self.dispatch(pass, marks, "solve_static", &p.solve_static, grid);
+                kernels::dispatch(pass, marks, "solve_static", &p.solve_static, grid);
             }
             // Each iteration sweeps the joints, then the manifolds.
             for _ in 0..self.params.iterations {
@@ -649,7 +631,7 @@ impl GpuSolver {
                 bodies(pass);
             }
             marks.mark(pass, Stage::Integrate);
-            self.dispatch(pass, marks, "integrate_positions", &p.integrate_positions, grid);
+            kernels::dispatch(pass, marks, "integrate_positions", &p.integrate_positions, grid);
             if let Some(particles) = &self.particles {
                 marks.mark(pass, Stage::Particles);
                 particles.record_advance(pass, marks);
@@ -658,7 +640,7 @@ impl GpuSolver {
             if self.params.relax_iterations > 0 {
                 marks.mark(pass, Stage::Solve);
                 if statics {
-                    self.dispatch(pass, marks, "relax_static", &p.relax_static, grid);
+                    kernels::dispatch(pass, marks, "relax_static", &p.relax_static, grid);
                 }
                 if let Some(c) = contacts {
                     c.record_prepare(pass, marks, parity);
@@ -678,7 +660,7 @@ impl GpuSolver {
         // Where nothing can bounce the restitution passes would change nothing: not recorded
         // (nor run on the CPU).
         if self.bounces {
-            self.dispatch(pass, marks, "restitution", &p.restitution, grid);
+            kernels::dispatch(pass, marks, "restitution", &p.restitution, grid);
             if let Some(c) = contacts {
                 c.record_pass(pass, marks, parity, ContactPass::Restitution);
             }
@@ -809,8 +791,8 @@ impl Solver for GpuSolver {
                 c.record_stats(&mut pass, marks, (self.steps.saturating_sub(1) % 2) as usize);
             }
             pass.set_bind_group(0, &self.bind_group, &[]);
-            self.dispatch(&mut pass, marks, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
-            self.dispatch(&mut pass, marks, "stats_final", &self.pipelines.stats_final, (1, 1));
+            kernels::dispatch(&mut pass, marks, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
+            kernels::dispatch(&mut pass, marks, "stats_final", &self.pipelines.stats_final, (1, 1));
         }
         encoder.copy_buffer_to_buffer(&self.stats, 0, &self.stats_readback, 0, size_of::<GpuStats>() as u64);
         let dropped = self.particles.as_ref().and_then(|p| p.record_dropped_copy(&mut encoder, &self.params)).cloned();
