@@ -570,18 +570,24 @@ impl GpuContacts {
     /// Dispatches [`Self::record_detection`] records (mirrors it).
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
-        let scan = Scan::DISPATCHES;
+        let scan = |len| self.scan.dispatches(len);
         let pairs = if l.brute_force != 0 {
-            2 + scan
+            2 + scan(l.body_count)
         } else {
-            Radix::dispatches(self.cell_passes) + 3 + scan + 1 + Radix::dispatches(self.pair_passes)
+            Radix::dispatches(self.cell_passes, l.body_count, &self.scan)
+                + 3
+                + scan(l.body_count)
+                + 1
+                + Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
         };
         let coloring = match (self.rounds, self.pipelines.color_fused.is_some()) {
             (0, _) => 0,
             (_, true) => 1,
             (rounds, false) => 4 + 3 * rounds,
         };
-        2 + pairs + (2 + scan + 1) + (2 + scan + 2) + coloring + (1 + scan + 3)
+        let (flags, adjacency, buckets) =
+            (scan(l.pair_capacity), scan(l.body_count), scan(l.buckets * l.histogram_groups));
+        2 + pairs + (2 + flags + 1) + (2 + adjacency + 2) + coloring + (1 + buckets + 3)
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the

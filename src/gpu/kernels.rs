@@ -150,14 +150,35 @@ pub(crate) struct Scan {
     blocks: wgpu::ComputePipeline,
     block_sums: wgpu::ComputePipeline,
     add: wgpu::ComputePipeline,
+    /// The whole scan in one workgroup (`scan_one`), for regions of at most
+    /// [`Scan::one_workgroup_max`] elements.
+    one: wgpu::ComputePipeline,
+    /// `scan_one`'s threads (`SCAN_ONE_SIZE`).
+    one_size: u32,
 }
+
+/// The most elements a thread of `scan_one` takes (`SCAN_ONE_ITEMS` in shaders/scan.wgsl).
+const SCAN_ONE_ITEMS: u32 = 32;
 
 impl Scan {
     pub fn new(device: &wgpu::Device, modules: &[(&'static str, wgpu::ShaderModule)]) -> Self {
         let slots = [Slot::UniformDynamic, Slot::Storage(false)];
         let layout = layout(device, "scan", &slots);
         let make = |entry| pipeline(device, modules, &[&layout], "scan", entry);
-        Self { blocks: make("scan_blocks"), block_sums: make("scan_block_sums"), add: make("scan_add"), slots, layout }
+        // As many threads as a fused pass's workgroup: what the device allows, up to 1,024.
+        let backend = format!("{:?}", device.adapter_info().backend);
+        let one_size = super::contacts::fused_size(&device.limits(), &backend);
+        let one =
+            pipeline_with(device, modules, &[&layout], "scan", "scan_one", &[("SCAN_ONE_SIZE", f64::from(one_size))]);
+        Self {
+            blocks: make("scan_blocks"),
+            block_sums: make("scan_block_sums"),
+            add: make("scan_add"),
+            one,
+            one_size,
+            slots,
+            layout,
+        }
     }
 
     /// Block sums a scan of `len` elements needs.
@@ -165,11 +186,20 @@ impl Scan {
         len.div_ceil(SCAN_BLOCK) + 1
     }
 
-    /// Dispatches one [`Scan::record`] records.
-    pub const DISPATCHES: u32 = 3;
+    /// The longest region one workgroup scans alone (`scan_one`): 32 elements a thread.
+    pub fn one_workgroup_max(&self) -> u32 {
+        SCAN_ONE_ITEMS * self.one_size
+    }
+
+    /// Dispatches one [`Scan::record`] of `len` elements records: one where a workgroup scans
+    /// it alone, else three.
+    pub fn dispatches(&self, len: u32) -> u32 {
+        if len <= self.one_workgroup_max() { 1 } else { 3 }
+    }
 
     /// Records the scan described by slot `slot` of the uniform bound in `group`, over `len`
-    /// elements; a profiled step times its dispatches as `label`.
+    /// elements (in one workgroup's dispatch where it fits, else three); a profiled step times
+    /// its dispatches as `label`.
     pub fn record(
         &self,
         pass: &mut wgpu::ComputePass,
@@ -179,10 +209,33 @@ impl Scan {
         slot: u32,
         len: u32,
     ) {
+        self.record_as(pass, marks, label, group, slot, len, len <= self.one_workgroup_max());
+    }
+
+    /// [`Scan::record`] in one workgroup's dispatch (`one`, which `len` must allow) or three.
+    #[allow(clippy::too_many_arguments)]
+    fn record_as(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        marks: &mut Marks,
+        label: &'static str,
+        group: &wgpu::BindGroup,
+        slot: u32,
+        len: u32,
+        one: bool,
+    ) {
+        debug_assert!(!one || len <= self.one_workgroup_max());
         let offset = [(slot as u64 * UNIFORM_SLOT) as u32];
         let (x, y) = dispatch_grid(len.max(1), SCAN_BLOCK);
         pass.push_debug_group("scan");
         pass.set_bind_group(0, group, &offset);
+        if one {
+            pass.set_pipeline(&self.one);
+            marks.dispatch(pass, label);
+            pass.dispatch_workgroups(1, 1, 1);
+            pass.pop_debug_group();
+            return;
+        }
         pass.set_pipeline(&self.blocks);
         marks.dispatch(pass, label);
         pass.dispatch_workgroups(x, y, 1);
@@ -267,9 +320,10 @@ impl Radix {
         (passes, src)
     }
 
-    /// Dispatches [`Radix::record`] records for `passes` passes.
-    pub fn dispatches(passes: u32) -> u32 {
-        passes * (2 + Scan::DISPATCHES)
+    /// Dispatches [`Radix::record`] records for `passes` passes over `capacity` items, each
+    /// pass's histogram scanned by `scan`.
+    pub fn dispatches(passes: u32, capacity: u32, scan: &Scan) -> u32 {
+        passes * (2 + scan.dispatches(RADIX_DIGITS * Self::groups(capacity)))
     }
 
     /// Records `passes` passes whose parameters sit in slots `first..` of the uniform bound in
@@ -365,15 +419,20 @@ mod tests {
         super::super::solver::read_buffer(device, &readback).expect("readback")
     }
 
+    /// Both ways of scanning (three dispatches, and one workgroup's where the region fits it)
+    /// give the CPU's prefix sums, on either side of the longest region one workgroup takes.
     #[test]
     fn scan_matches_a_cpu_prefix_sum() {
         let Some(ctx) = context() else { return };
         let device = ctx.device();
         let modules = modules(device);
         let scan = Scan::new(device, &modules);
-        let lengths = [1u32, 2, 511, 512, 513, 5000, 262_144, 300_001];
+        let most = scan.one_workgroup_max();
+        let lengths = [1u32, 2, 511, 512, 513, 5000, most - 1, most, most + 1, 262_144, 300_001];
+        let ways =
+            lengths.iter().flat_map(|&len| [(len, false), (len, true)]).filter(|&(len, one)| !one || len <= most);
         let mut rng = crate::scenes::Lcg(2);
-        for (k, &len) in lengths.iter().enumerate() {
+        for (k, (len, one)) in ways.enumerate() {
             // The region starts at an offset, as in the solver's arena.
             let offset = 7 + k as u32;
             let data: Vec<u32> = (0..len).map(|_| ((rng.next_centered() + 0.5) * 9.0) as u32).collect();
@@ -384,14 +443,14 @@ mod tests {
             let uniform = slotted_uniform(device, "scan params", &[bytemuck::bytes_of(&params)]);
             let got = run_on(&ctx, &work, |buffer, pass| {
                 let group = bind(device, "scan", &scan.layout, &scan.slots, &[&uniform, buffer]);
-                scan.record(pass, &mut Marks::off(), "scan", &group, 0, len);
+                scan.record_as(pass, &mut Marks::off(), "scan", &group, 0, len, one);
             });
             let mut total = 0u32;
             for (i, &x) in data.iter().enumerate() {
-                assert_eq!(got[offset as usize + i], total, "len {len}, element {i}");
+                assert_eq!(got[offset as usize + i], total, "len {len} (one workgroup: {one}), element {i}");
                 total += x;
             }
-            assert_eq!(got[(offset + len) as usize], total, "len {len}: total");
+            assert_eq!(got[(offset + len) as usize], total, "len {len} (one workgroup: {one}): total");
             assert_eq!(got[offset as usize - 1], 0, "nothing before the region is touched");
         }
     }

@@ -340,7 +340,7 @@ impl GpuParticles {
     /// Dispatches one substep records.
     pub fn dispatches_per_substep(&self) -> u32 {
         // The speed bound, the count, the fill, the settle, the scan, and a solve per iteration.
-        let bodies = if self.bodies.is_some() { 4 + Scan::DISPATCHES + self.iterations } else { 0 };
+        let bodies = self.bodies.as_ref().map_or(0, |b| 4 + self.scan.dispatches(b.bodies) + self.iterations);
         if self.collisions {
             // The pairs' pass, the bodies' pass, and their application.
             let bodies_bounce = self.bodies.as_ref().is_some_and(|b| b.bounces);
@@ -349,7 +349,7 @@ impl GpuParticles {
             // The hash, the sort, the bucket starts and counts, the position iterations, the
             // warm start and its application, the velocity iterations, the motion.
             let iterations = 2 * self.iterations + 2 + 2 * self.iterations;
-            1 + Radix::dispatches(self.radix_passes) + 2 + iterations + 1 + bodies + restitution
+            1 + Radix::dispatches(self.radix_passes, self.count, &self.scan) + 2 + iterations + 1 + bodies + restitution
         } else {
             1
         }
