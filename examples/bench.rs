@@ -136,6 +136,12 @@ struct Args {
     /// steps are not profiled.
     #[arg(long, default_value_t = 0)]
     profile_dispatches: u32,
+    /// After the measured steps, measure what a dispatch costs on the GPU
+    /// (`GpuContext::measure_dispatches`): a dependent dispatch, and a scan of 1,024 to
+    /// 600,000 elements in one workgroup's dispatch and in three. In the table and in the JSON
+    /// (`dispatch_costs`).
+    #[arg(long)]
+    dispatch_costs: bool,
     /// Write each engine's warm-up, step by step, to this CSV file: the height along gravity of
     /// the lowest dynamic body and the mechanical energy (how a scene settles or sways in
     /// each engine). The warm-up is not timed, so reading the states there costs the timings
@@ -321,6 +327,50 @@ struct Report {
     /// `ms_per_step_median`: what the timestamps between dispatches cost).
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatch_profile_total_ms_median: Option<f64>,
+    /// With `--dispatch-costs`: what a dispatch and a scan cost on the adapter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dispatch_costs: Option<DispatchCostsUs>,
+}
+
+/// `GpuContext::measure_dispatches`' figures, µs.
+#[derive(Serialize)]
+struct DispatchCostsUs {
+    timing_source: &'static str,
+    /// One more dependent dispatch in a chain.
+    dependent_dispatch_us: f64,
+    /// The longest region one workgroup scans alone.
+    one_workgroup_scan_max: u32,
+    scans: Vec<ScanUs>,
+}
+
+/// One scan of `len` elements, each way.
+#[derive(Serialize)]
+struct ScanUs {
+    len: u32,
+    /// In one workgroup's dispatch, where it fits.
+    one_workgroup_us: Option<f64>,
+    /// In three dispatches.
+    three_dispatches_us: f64,
+}
+
+impl DispatchCostsUs {
+    fn of(c: &signorini::DispatchCosts) -> Self {
+        let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+        Self {
+            timing_source: c.timing_source,
+            dependent_dispatch_us: us(c.dependent_dispatch),
+            one_workgroup_scan_max: c.one_workgroup_scan_max,
+            scans: c
+                .scans
+                .iter()
+                .map(|s| ScanUs {
+                    len: s.len,
+                    one_workgroup_us: s.one_workgroup.map(us),
+                    three_dispatches_us: us(s.three_dispatches),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One kind of dispatch in the profiled steps.
@@ -567,7 +617,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.profile_dispatches > 0 && args.backend != Backend::Gpu {
         return Err("--profile-dispatches profiles the GPU's dispatches: run it with --backend gpu".into());
     }
+    if args.dispatch_costs && args.backend != Backend::Gpu {
+        return Err("--dispatch-costs measures the GPU's dispatches: run it with --backend gpu".into());
+    }
     type Made = (Engine, String, String, bool, Option<u32>);
+    let mut context = None;
     let (mut gpu_timed, mut cpu_lanes) = (false, None);
     let (mut engine, adapter, backend, software, dispatches): Made = match args.backend {
         Backend::Cpu => {
@@ -576,9 +630,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (Engine::Cpu(Box::new(solver)), "cpu".into(), "cpu".into(), false, None)
         }
         Backend::Gpu => {
-            let gpu = GpuContext::new()?;
+            let gpu = context.insert(GpuContext::new()?);
             let summary = gpu.adapter().clone();
-            let mut solver = GpuSolver::new(&gpu, &world)?;
+            let mut solver = GpuSolver::new(gpu, &world)?;
             if gpu.timestamps() {
                 solver.time_stages(true)?;
                 gpu_timed = true;
@@ -668,6 +722,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
     let (dispatch_profile, dispatch_profile_total_ms_median) = profiled.unzip();
+    let dispatch_costs = match &context {
+        Some(gpu) if args.dispatch_costs => Some(DispatchCostsUs::of(&gpu.measure_dispatches()?)),
+        _ => None,
+    };
 
     let rapier = match args.compare {
         Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
@@ -732,6 +790,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rapier,
         dispatch_profile,
         dispatch_profile_total_ms_median,
+        dispatch_costs,
     };
     print_table(&report);
     if let Some(path) = &args.json {
@@ -804,6 +863,17 @@ fn print_table(r: &Report) {
         for k in kinds {
             let share = if total > 0.0 { 100.0 * k.ms_median / total } else { 0.0 };
             println!("{:<32} {:<13} {:>10} {:>10.4} {:>7.1}%", k.label, k.stage, k.dispatches, k.ms_median, share);
+        }
+    }
+    if let Some(c) = &r.dispatch_costs {
+        println!(
+            "dispatch costs ({}): a dependent dispatch {:.2} µs; one workgroup scans up to {} elements",
+            c.timing_source, c.dependent_dispatch_us, c.one_workgroup_scan_max
+        );
+        println!("{:>10} {:>22} {:>22}", "scan of", "one workgroup, µs", "three dispatches, µs");
+        for scan in &c.scans {
+            let one = scan.one_workgroup_us.map_or("-".into(), |us| format!("{us:.2}"));
+            println!("{:>10} {:>22} {:>22.2}", scan.len, one, scan.three_dispatches_us);
         }
     }
 }

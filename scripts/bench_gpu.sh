@@ -30,7 +30,7 @@ run() {
 
 if [[ $quick == --quick ]]; then
   gpu=(--backend gpu --batch 5 --warmup 5 --steps 10)
-  run pile-1000 120 --scene pile --bodies 1000 "${gpu[@]}" --profile-dispatches 2
+  run pile-1000 120 --scene pile --bodies 1000 "${gpu[@]}" --profile-dispatches 2 --dispatch-costs
   run large-pyramid 120 --scene pyramid --bodies 20 "${gpu[@]}"
   run particle-bowl-10000 120 --scene particle-bowl --bodies 10000 "${gpu[@]}"
   run joint-grid 120 --scene joint-grid --iterations 1 "${gpu[@]}"
@@ -40,10 +40,11 @@ if [[ $quick == --quick ]]; then
 else
   # The targets' scenes first, so that a run cut short still has them. Batches of 20 steps:
   # the timestamps time each batch's last step, so 120 steps give six samples. The targets'
-  # scenes then profile three more steps by dispatch (`dispatch_profile` in their JSON).
+  # scenes then profile three more steps by dispatch (`dispatch_profile` in their JSON); the
+  # first also measures what a dispatch and a scan cost (`dispatch_costs`).
   gpu=(--backend gpu --batch 20)
   profile=(--profile-dispatches 3)
-  run pile-1000 40 --scene pile --bodies 1000 "${gpu[@]}" --warmup 60 --steps 120 "${profile[@]}"
+  run pile-1000 40 --scene pile --bodies 1000 "${gpu[@]}" --warmup 60 --steps 120 "${profile[@]}" --dispatch-costs
   run large-pyramid 40 --scene large-pyramid "${gpu[@]}" --warmup 60 --steps 120 "${profile[@]}"
   run pile-100000 50 --scene pile --bodies 100000 "${gpu[@]}" --warmup 60 --steps 120 "${profile[@]}"
   run pile-1000000 80 --scene pile --bodies 1000000 "${gpu[@]}" --warmup 60 --steps 60

@@ -51,7 +51,7 @@ mod world;
 pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDesc};
 pub use cpu::CpuSolver;
 pub use error::{Error, Result};
-pub use gpu::{AdapterSummary, DispatchTime, GpuContext, GpuSolver, shaders};
+pub use gpu::{AdapterSummary, DispatchCosts, DispatchTime, GpuContext, GpuSolver, ScanCost, shaders};
 pub use joint::{JointBreaking, JointCone, JointDesc, JointHandle, JointKind, JointMotor, JointReaction};
 pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};

@@ -234,3 +234,23 @@ fn probe(@builtin(global_invocation_id) g: vec3<u32>) {{
     }
     eprintln!("sdf: {exact}/{N} bit-identical on {}", ctx.adapter());
 }
+
+/// `GpuContext::measure_dispatches` runs every chain it times (it checks the count the touched
+/// word holds, and fails otherwise), reports a one-workgroup time exactly for the regions one
+/// workgroup takes, and times that are positive and finite: by timestamps where the device
+/// has them inside passes (lavapipe), by the wall clock otherwise (llvmpipe GL).
+#[test]
+fn measuring_dispatches_times_every_chain() {
+    let Some(ctx) = common::gpu() else { return };
+    let costs = ctx.measure_dispatches().expect("measure");
+    let source = if ctx.timestamps() { "gpu timestamps" } else { "wall clock" };
+    assert_eq!(costs.timing_source, source);
+    assert!(costs.dependent_dispatch > std::time::Duration::ZERO, "{costs:?}");
+    assert!(costs.one_workgroup_scan_max >= 32 * 64, "{costs:?}");
+    assert_eq!(costs.scans.iter().map(|s| s.len).collect::<Vec<_>>(), [1_024, 8_192, 32_768, 131_072, 600_000]);
+    for scan in &costs.scans {
+        assert_eq!(scan.one_workgroup.is_some(), scan.len <= costs.one_workgroup_scan_max, "{scan:?}");
+        assert!(scan.three_dispatches > std::time::Duration::ZERO, "{scan:?}");
+        assert!(scan.one_workgroup.is_none_or(|t| t > std::time::Duration::ZERO), "{scan:?}");
+    }
+}

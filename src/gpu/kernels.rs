@@ -214,7 +214,7 @@ impl Scan {
 
     /// [`Scan::record`] in one workgroup's dispatch (`one`, which `len` must allow) or three.
     #[allow(clippy::too_many_arguments)]
-    fn record_as(
+    pub(crate) fn record_as(
         &self,
         pass: &mut wgpu::ComputePass,
         marks: &mut Marks,

@@ -5,10 +5,12 @@ mod contacts;
 mod joints;
 mod kernels;
 mod particles;
+mod probe;
 pub mod shaders;
 mod solver;
 mod timing;
 
+pub use probe::{DispatchCosts, ScanCost};
 pub use solver::GpuSolver;
 pub use timing::DispatchTime;
 
