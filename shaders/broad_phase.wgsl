@@ -264,6 +264,70 @@ fn grid_write(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     _ = item_pairs(k, start, work[5]);
 }
 
+// The pairs in (a, b) order without the radix sort, for worlds small enough (see
+// `GpuContacts::new`): `pair_count` counts the grid's pairs (the `work[0]` of them that it
+// kept) by first body, `pair_starts` moves the counts out of the counters (zeroing them), a
+// scan turns them into each first body's start, `pair_place` gathers each body's pairs at its
+// start (in any order) and `pair_rank` writes each at its start plus the number of its body's
+// pairs with a lower second body. Each pair is found once, so the ranks are distinct, and the
+// list is the radix sort's: the same on every run. A pair's rank costs a pass over its first
+// body's pairs, so this is for worlds where no body has thousands.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn pair_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if p >= work[0] {
+        return;
+    }
+    atomicAdd(&counters[work[work_layout.pairs_raw + 2u * p]], 1u);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn pair_starts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if i >= params.body_count {
+        return;
+    }
+    work[work_layout.pair_counts + i] = atomicLoad(&counters[i]);
+    atomicStore(&counters[i], 0u);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn pair_place(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if p >= work[0] {
+        return;
+    }
+    let a = work[work_layout.pairs_raw + 2u * p];
+    let b = work[work_layout.pairs_raw + 2u * p + 1u];
+    let at = work[work_layout.pair_counts + a] + atomicAdd(&counters[params.body_count + a], 1u);
+    work[work_layout.pairs_scratch + 2u * at] = a;
+    work[work_layout.pairs_scratch + 2u * at + 1u] = b;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn pair_rank(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    if p >= work[0] {
+        return;
+    }
+    let a = work[work_layout.pairs_scratch + 2u * p];
+    let b = work[work_layout.pairs_scratch + 2u * p + 1u];
+    let start = work[work_layout.pair_counts + a];
+    let end = work[work_layout.pair_counts + a + 1u];
+    var rank = 0u;
+    for (var q = start; q < end; q++) {
+        if work[work_layout.pairs_scratch + 2u * q + 1u] < b {
+            rank += 1u;
+        }
+    }
+    work[work_layout.pairs + 2u * (start + rank)] = a;
+    work[work_layout.pairs + 2u * (start + rank) + 1u] = b;
+    // The placing counters back to zero, for the adjacency's use of them.
+    if rank == 0u {
+        atomicStore(&counters[params.body_count + a], 0u);
+    }
+}
+
 fn overlaps(a: u32, b: u32) -> bool {
     let lo_a = aabb_min(a);
     let hi_a = aabb_max(a);

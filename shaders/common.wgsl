@@ -251,7 +251,7 @@ struct WorkLayout {
     previous_pairs: u32,
     previous_faces: u32,
     recycled: u32,
-    _pad1: u32,
+    pairs_scratch: u32,
 }
 
 struct Stats {

@@ -455,8 +455,9 @@ pub struct GpuWorkLayout {
     /// Per pair: last step's manifold of the pair plus one when it is carried into this step
     /// without the narrow phase (see `recycle_pairs` in shaders/manifolds.wgsl), else 0.
     pub recycled: u32,
-    /// Unused.
-    pub _pad1: u32,
+    /// Where the pairs are gathered by their first body before they are ranked into `pairs`
+    /// (the radix sort's scratch; see `pair_place`).
+    pub pairs_scratch: u32,
 }
 const _: () = assert!(size_of::<GpuWorkLayout>() == 144);
 

@@ -471,7 +471,7 @@ fn gpu_dispatch_profile_accounts_for_every_dispatch_and_changes_nothing() {
                 assert!(groups.contains(&t.stage), "{t:?}");
                 assert_eq!(t.label.is_empty(), t.dispatches == 0, "{t:?}");
             }
-            for kind in ["collide_pairs", "pair_sort", "integrate_positions", "solve_joints", "break_joints"] {
+            for kind in ["collide_pairs", "pair_rank", "integrate_positions", "solve_joints", "break_joints"] {
                 assert!(profile.iter().any(|t| t.label.starts_with(kind)), "fused {fused}: no {kind} in {profile:#?}");
             }
         }

@@ -233,7 +233,7 @@ fn host_structs_match_wgsl_layout() {
             previous_pairs,
             previous_faces,
             recycled,
-            _pad1
+            pairs_scratch
         ]
     );
     check_struct!(&module, "Stats", GpuStats, [kinetic_energy, max_penetration, contacts, dynamic_bodies]);

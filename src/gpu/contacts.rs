@@ -37,6 +37,11 @@ struct Pipelines {
     grid_pairs: wgpu::ComputePipeline,
     grid_finish: wgpu::ComputePipeline,
     grid_write: wgpu::ComputePipeline,
+    /// The pairs in order by ranks instead of the radix sort (`GpuContacts::pair_ranks`).
+    pair_count: wgpu::ComputePipeline,
+    pair_starts: wgpu::ComputePipeline,
+    pair_place: wgpu::ComputePipeline,
+    pair_rank: wgpu::ComputePipeline,
     collide_pairs: wgpu::ComputePipeline,
     recycle_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
@@ -99,6 +104,11 @@ pub(crate) struct GpuContacts {
     /// Radix passes of the grid items (slots `0..`), then of the pairs.
     cell_passes: u32,
     pair_passes: u32,
+    /// Whether the grid's pairs are put in order by ranks within each first body's pairs
+    /// (`pair_count` ... `pair_rank`: five dispatches) instead of the radix sort (three or
+    /// five a pass, four passes up to 65,536 bodies): in worlds of at most
+    /// [`PAIR_RANK_BODIES`] bodies and [`PAIR_RANK_PAIRS`] pairs. The same list either way.
+    pub pair_ranks: bool,
     pipelines: Pipelines,
     body_grid: (u32, u32),
     pair_grid: (u32, u32),
@@ -129,6 +139,14 @@ pub(crate) fn fused_size(limits: &wgpu::Limits, backend: &str) -> u32 {
     let most = if backend == "Metal" { 256 } else { 1024 };
     limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).min(most)
 }
+
+/// The most bodies, and pairs, of a world whose pairs are put in order by ranks
+/// ([`GpuContacts::pair_ranks`]): a pair's rank reads every pair of its first body, so a body
+/// among thousands of pairs (a floor under a pile) costs the square of their number; within
+/// these bounds at most some 67 million reads in a step, and in a small world, whose step is
+/// a chain of dispatches, seven dispatches fewer.
+pub(crate) const PAIR_RANK_BODIES: u32 = 8_192;
+pub(crate) const PAIR_RANK_PAIRS: u32 = 65_536;
 
 /// Bytes of a manifold's prepared record and of a body's inertia.
 const PREPARED_BYTES: u64 = 4 * PREPARED_MANIFOLD_WORDS as u64;
@@ -227,6 +245,9 @@ impl GpuContacts {
         let pair_plan_len = Radix::plan(0, 0, 0, pair_capacity, 0, &pair_keys).0.len();
         layout.pairs_raw = if pair_plan_len.is_multiple_of(2) { layout.pairs } else { pairs_scratch };
         let other = if pair_plan_len.is_multiple_of(2) { pairs_scratch } else { layout.pairs };
+        // The ranks gather into the other buffer and write into `pairs`, which must then be
+        // where the grid wrote them (an even number of passes, as two keys give).
+        layout.pairs_scratch = other;
         let (pair_plan, pairs_sorted) =
             Radix::plan(layout.pairs_raw, other, 0, pair_capacity, layout.radix_histogram, &pair_keys);
         debug_assert_eq!(pairs_sorted, layout.pairs);
@@ -413,6 +434,10 @@ impl GpuContacts {
             grid_pairs: p(&pairs_layout, "broad_phase", "grid_pairs"),
             grid_finish: m("grid_finish"),
             grid_write: p(&pairs_layout, "broad_phase", "grid_write"),
+            pair_count: p(&pairs_layout, "broad_phase", "pair_count"),
+            pair_starts: p(&pairs_layout, "broad_phase", "pair_starts"),
+            pair_place: p(&pairs_layout, "broad_phase", "pair_place"),
+            pair_rank: p(&pairs_layout, "broad_phase", "pair_rank"),
             collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
             recycle_pairs: m("recycle_pairs"),
             compact_manifolds: m("compact_manifolds"),
@@ -474,6 +499,7 @@ impl GpuContacts {
             radix_group,
             cell_passes: cell_plan.len() as u32,
             pair_passes: pair_plan.len() as u32,
+            pair_ranks: n <= PAIR_RANK_BODIES && pair_capacity <= PAIR_RANK_PAIRS && layout.pairs_raw == layout.pairs,
             pipelines,
             body_grid: dispatch_grid(n, WORKGROUP_SIZE),
             pair_grid: dispatch_grid(pair_capacity, WORKGROUP_SIZE),
@@ -522,10 +548,19 @@ impl GpuContacts {
             pass.set_pipeline(&p.grid_write);
             pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
             pass.pop_debug_group();
-            let (first, passes) = (self.cell_passes, self.pair_passes);
-            let pairs = (scan, scan_group, SCAN_PAIR_SORT);
-            self.radix.record(pass, marks, "pair_sort", &self.radix_group, first, passes, l.pair_capacity, pairs);
-            pass.set_bind_group(0, &self.pairs_group, &[]);
+            if self.pair_ranks {
+                kernels::dispatch(pass, marks, "pair_count", &p.pair_count, self.pair_grid);
+                kernels::dispatch(pass, marks, "pair_starts", &p.pair_starts, self.body_grid);
+                scan.record(pass, marks, "scan_pair_starts", scan_group, SCAN_PAIRS, l.body_count);
+                pass.set_bind_group(0, &self.pairs_group, &[]);
+                kernels::dispatch(pass, marks, "pair_place", &p.pair_place, self.pair_grid);
+                kernels::dispatch(pass, marks, "pair_rank", &p.pair_rank, self.pair_grid);
+            } else {
+                let (first, passes) = (self.cell_passes, self.pair_passes);
+                let pairs = (scan, scan_group, SCAN_PAIR_SORT);
+                self.radix.record(pass, marks, "pair_sort", &self.radix_group, first, passes, l.pair_capacity, pairs);
+                pass.set_bind_group(0, &self.pairs_group, &[]);
+            }
         }
         marks.mark(pass, Stage::NarrowPhase);
         let group = &self.manifold_groups[parity];
@@ -578,7 +613,11 @@ impl GpuContacts {
                 + 3
                 + scan(l.body_count)
                 + 1
-                + Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
+                + if self.pair_ranks {
+                    4 + scan(l.body_count)
+                } else {
+                    Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
+                }
         };
         let coloring = match (self.rounds, self.pipelines.color_fused.is_some()) {
             (0, _) => 0,

@@ -360,13 +360,13 @@ impl Radix {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wgpu::util::DeviceExt;
 
     /// The GPU context, or `None` (with a loud line) without an adapter unless
     /// `SIGNORINI_REQUIRE_GPU=1`.
-    fn context() -> Option<crate::GpuContext> {
+    pub(crate) fn context() -> Option<crate::GpuContext> {
         match crate::GpuContext::new() {
             Ok(ctx) => Some(ctx),
             Err(e) if std::env::var("SIGNORINI_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("no adapter: {e}"),

@@ -968,6 +968,38 @@ pub(crate) fn storage_fits(limits: &wgpu::Limits, what: &'static str, bytes: u64
 mod tests {
     use super::*;
 
+    /// The grid's pairs put in order by ranks within each first body's pairs
+    /// (`GpuContacts::pair_ranks`, the default in a world this small) and by the radix sort
+    /// are the same list, step after step, and so the steps are the same bits. The rain falls
+    /// into an open box whose floor and walls come first, so the bodies too large for the grid
+    /// are the first bodies of many pairs that other bodies' threads find.
+    #[test]
+    fn pairs_ranked_or_radix_sorted_are_the_same_list() {
+        let Some(ctx) = crate::gpu::kernels::tests::context() else { return };
+        let world = crate::scenes::rain(crate::scenes::bench_desc(), 300, 7).unwrap();
+        let mut ranked = GpuSolver::new(&ctx, &world).unwrap();
+        let mut sorted = GpuSolver::new(&ctx, &world).unwrap();
+        let contacts = |s: &mut GpuSolver| s.contacts_stages.as_mut().unwrap().pair_ranks;
+        assert!(contacts(&mut ranked), "a world of 305 bodies puts its pairs in order by ranks");
+        sorted.contacts_stages.as_mut().unwrap().pair_ranks = false;
+        // Four radix passes of three dispatches, against five.
+        assert_eq!(sorted.dispatches_per_step(), ranked.dispatches_per_step() + 7);
+        let mut large = 0;
+        for step in 0..60 {
+            ranked.step();
+            sorted.step();
+            if step % 10 == 9 {
+                let pairs = ranked.candidate_pairs().unwrap();
+                assert_eq!(pairs, sorted.candidate_pairs().unwrap(), "step {step}");
+                assert!(pairs.windows(2).all(|w| w[0] < w[1]), "step {step}: not in (a, b) order");
+                large = large.max(pairs.iter().filter(|p| p[0] < 5).count());
+            }
+        }
+        assert!(large > 50, "the floor and walls are the first body of {large} pairs");
+        let bits = |s: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&s.raw_bodies().unwrap()).to_vec();
+        assert!(bits(&mut ranked) == bits(&mut sorted), "the states differ");
+    }
+
     #[test]
     fn contact_capacity_stops_at_the_binding_limit() {
         let limits = wgpu::Limits { max_storage_buffer_binding_size: 2_147_483_644, ..wgpu::Limits::default() };
