@@ -9,7 +9,7 @@ struct Index {
 @group(0) @binding(2) var<uniform> bucket_index: Index;
 @group(0) @binding(3) var<storage, read_write> bodies: array<Body>;
 @group(0) @binding(4) var<storage, read> props: array<BodyProps>;
-@group(0) @binding(5) var<storage, read> solver_bodies: array<SolverBody>;
+@group(0) @binding(5) var<storage, read_write> solver_bodies: array<SolverBody>;
 @group(0) @binding(6) var<storage, read_write> manifolds: array<Manifold>;
 @group(0) @binding(7) var<storage, read_write> work: array<u32>;
 @group(0) @binding(8) var<storage, read_write> deltas: array<vec4<f32>>;

@@ -540,7 +540,11 @@ fn thread_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
 // `motion_of` and `geometry_of` would compute.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn prepare_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let t = thread_of(wid, nwg, lid);
+    prepare_item(thread_of(wid, nwg, lid));
+}
+
+// `prepare_manifolds`' work for thread `t`: body `t`'s inertia, manifold `t`'s record.
+fn prepare_item(t: u32) {
     if t < params.body_count {
         var inv = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
         if is_dynamic(t) {
@@ -618,6 +622,11 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if body >= params.body_count || !is_dynamic(body) {
         return;
     }
+    warm_start_body(body);
+}
+
+// `warm_start_gather`'s work for dynamic body `body`.
+fn warm_start_body(body: u32) {
     var motion = pass_motion(body, 1.0);
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
         let i = work[work_layout.adjacency + k];
@@ -752,6 +761,61 @@ fn relax_fused(@builtin(local_invocation_index) lid: u32) {
 @compute @workgroup_size(FUSED_SIZE)
 fn restitution_fused(@builtin(local_invocation_index) lid: u32) {
     fused_pass(lid, PASS_RESTITUTION);
+}
+
+// `prepare_manifolds` in the fused substep, with a barrier after it; nothing when the passes
+// compute their words.
+fn fused_prepare(t: u32) {
+    if !reads_prepared() {
+        return;
+    }
+    for (var i = t; i < max(params.body_count, work[1]); i += FUSED_SIZE) {
+        prepare_item(i);
+    }
+    storageBarrier();
+}
+
+// A whole substep in one workgroup, for a world of bodies and their contacts alone (no joints,
+// static colliders or particles, and nothing that can bounce; see `GpuSolver`'s
+// `fused_substep`), with `SolverSettings::gpu_fused_sweeps`: the velocities integrated, the
+// records prepared (with prepared passes), the warm start gathered by body, the solve sweeps,
+// the positions integrated, the records prepared again and the relax sweeps, a barrier after
+// each. Each body's and manifold's work is that of the per-stage dispatches, in the same
+// order: the same bits, in one dispatch where the fused sweeps took seven a substep (nine with
+// prepared passes) at the default three iterations and one relax iteration.
+@compute @workgroup_size(FUSED_SIZE)
+fn substep_fused(@builtin(local_invocation_index) t: u32) {
+    let n = params.body_count;
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        if is_dynamic(i) {
+            integrate_velocity(i);
+        }
+    }
+    storageBarrier();
+    fused_prepare(t);
+    for (var body = t; body < n; body += FUSED_SIZE) {
+        if is_dynamic(body) {
+            warm_start_body(body);
+        }
+    }
+    storageBarrier();
+    for (var k = 0u; k < params.iterations; k++) {
+        fused_pass(t, PASS_SOLVE);
+        storageBarrier();
+    }
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        if props[i].kind != KIND_STATIC {
+            integrate_position(i);
+        }
+    }
+    storageBarrier();
+    if params.relax_iterations > 0u {
+        fused_prepare(t);
+        for (var k = 0u; k < params.relax_iterations; k++) {
+            fused_pass(t, PASS_RELAX);
+            storageBarrier();
+        }
+    }
 }
 
 var<workgroup> shared_manifold_stats: array<Stats, STATS_WORKGROUP_SIZE>;

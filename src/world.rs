@@ -139,12 +139,15 @@ pub struct SolverSettings {
     /// dispatches a pass become 1 at the default 12 colors. The joints' sweeps (warm start,
     /// solve, relax) likewise: one dispatch each instead of one per joint color; and the
     /// coloring's phases and rounds, one dispatch instead of `4 + 3 ×`
-    /// [`coloring_rounds`](Self::coloring_rounds). A small world's step is mostly
-    /// dispatches (about 238 of them, 4.4 of a 5.2 ms step in a pile of 1,000 boxes on an
-    /// H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a small world's
-    /// colors; a large world wants the whole device for each color. A pile of 1,000 boxes
-    /// records 62 dispatches a step instead of 297. Default false: untimed on a GPU. The same
-    /// bits either way (the same work per manifold, in the same order of colors). The CPU
+    /// [`coloring_rounds`](Self::coloring_rounds). In a world of bodies and their contacts
+    /// alone (no joints, static colliders or particles, nothing that can bounce), each whole
+    /// substep is one such dispatch: the velocities, the warm start, the sweeps, the positions
+    /// (the GPU's stage times then count the integration in the solve). A small world's step
+    /// is mostly dispatches (about 238 of them, 4.4 of a 5.2 ms step in a pile of 1,000 boxes
+    /// on an H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a small
+    /// world's colors; a large world wants the whole device for each color. A pile of 1,000
+    /// boxes records 38 dispatches a step instead of 297. Default false: untimed on a GPU. The
+    /// same bits either way (the same work per body and manifold, in the same order). The CPU
     /// solver ignores it.
     pub gpu_fused_sweeps: bool,
     /// Pairs and manifolds a body the GPU solver's contact buffers start with room for (at

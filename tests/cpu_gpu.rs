@@ -842,7 +842,7 @@ fn gpu_passes_prepared_or_computed_agree() {
     let Some(ctx) = common::gpu() else { return };
     let steps = if ctx.adapter().software { 40 } else { 3 };
     let run = |prepared: bool| {
-        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(false, prepared)).unwrap();
+        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(false, prepared, true)).unwrap();
         gpu.step_many(steps);
         let stats = gpu.stats().unwrap();
         (gpu.body_states().unwrap(), stats)
@@ -852,15 +852,24 @@ fn gpu_passes_prepared_or_computed_agree() {
     common::assert_gpu_runs_agree(ctx, &a, &b, "prepared or computed", 1e-5, 1e-4);
 }
 
-/// The pass variants' test scene: 400 boxes, every third bouncy, piling in columns on a ground
-/// box with only three colors, so that a third of the manifolds go to the Jacobi overflow;
-/// with the GPU's sweeps fused or not and its passes reading prepared records or not.
-fn overflowing_pile(fused: bool, prepared: bool) -> World {
+/// The pass variants' test scene: 400 boxes, every third bouncy (with `bouncy`), piling in
+/// columns on a ground box with only three colors, so that a third of the manifolds go to the
+/// Jacobi overflow; with the GPU's sweeps fused or not and its passes reading prepared records
+/// or not.
+fn overflowing_pile(fused: bool, prepared: bool, bouncy: bool) -> World {
     let mut desc = signorini::scenes::bench_desc();
     desc.solver.max_colors = 3;
     desc.solver.gpu_fused_sweeps = fused;
     desc.solver.gpu_prepared_passes = prepared;
-    box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |i| if i % 3 == 0 { 0.5 } else { 0.0 })
+    let restitution = if bouncy { 0.5 } else { 0.0 };
+    box_columns(
+        desc,
+        400,
+        Vec3::new(-2.0, 0.3, -2.0),
+        Vec2::splat(0.5),
+        5,
+        |i| if i % 3 == 0 { restitution } else { 0.0 },
+    )
 }
 
 /// `SolverSettings::gpu_fused_sweeps` changes how the GPU's manifold passes and coloring are
@@ -872,30 +881,44 @@ fn overflowing_pile(fused: bool, prepared: bool) -> World {
 /// steps are compared within 1e-5 m and 1e-4 m/s). The fused world records 4 fewer dispatches
 /// per manifold pass (3 colors, the overflow and its gather, against 1): 4 × (4 substeps × 4
 /// sweeps + 1 restitution pass), and the coloring's 4 + 3 × 8 rounds' dispatches in one.
+/// Without the bouncy boxes (a world of bodies and contacts alone) each whole substep is one
+/// dispatch too (`substep_fused`): the same bits again, and one dispatch a substep where the
+/// other recorded the velocities, the warm start's gather, the preparations, each color, the
+/// overflow and its gather of every sweep, and the positions.
 #[test]
 fn gpu_passes_fused_or_per_color_agree() {
     let Some(ctx) = common::gpu() else { return };
     let steps = if ctx.adapter().software { 20 } else { 3 };
-    let run = |fused: bool, prepared: bool| {
-        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(fused, prepared)).unwrap();
+    let run = |fused: bool, prepared: bool, bouncy: bool| {
+        let mut gpu = GpuSolver::new(ctx, &overflowing_pile(fused, prepared, bouncy)).unwrap();
         let dispatches = gpu.dispatches_per_step();
         gpu.step_many(steps);
         let stats = gpu.stats().unwrap();
         (gpu.body_states().unwrap(), stats, dispatches)
     };
-    for prepared in [false, true] {
-        let ((a, stats, fused_dispatches), (b, _, dispatches)) = (run(true, prepared), run(false, prepared));
+    for (prepared, bouncy) in [(false, true), (true, true), (false, false), (true, false)] {
+        let ((a, stats, fused_dispatches), (b, _, dispatches)) =
+            (run(true, prepared, bouncy), run(false, prepared, bouncy));
         assert!(
             stats.overflow > 100 && stats.contacts > 1000,
             "overflow {}, contacts {}",
             stats.overflow,
             stats.contacts
         );
-        let s = overflowing_pile(false, prepared).desc().solver;
-        let passes = s.substeps * (s.iterations + s.relax_iterations) + 1;
-        // And the coloring's 4 phases and 3 a round become one.
+        let s = overflowing_pile(false, prepared, bouncy).desc().solver;
+        // The coloring's 4 phases and 3 a round become one.
         let coloring = 4 + 3 * s.coloring_rounds - 1;
-        assert_eq!(dispatches - fused_dispatches, passes * (s.max_colors + 2 - 1) + coloring);
-        common::assert_gpu_runs_agree(ctx, &a, &b, &format!("fused or not, prepared {prepared}"), 1e-5, 1e-4);
+        let sweeps = s.iterations + s.relax_iterations;
+        let fewer = if bouncy {
+            // Each pass's colors, overflow and gather become one.
+            (s.substeps * sweeps + 1) * (s.max_colors + 2 - 1)
+        } else {
+            // The velocities, the gather, the sweeps, the positions and the preparations.
+            let prepares = if prepared { 2 } else { 0 };
+            s.substeps * (1 + 1 + sweeps * (s.max_colors + 2) + 1 + prepares - 1)
+        };
+        assert_eq!(dispatches - fused_dispatches, fewer + coloring, "prepared {prepared}, bouncy {bouncy}");
+        let what = format!("fused or not, prepared {prepared}, bouncy {bouncy}");
+        common::assert_gpu_runs_agree(ctx, &a, &b, &what, 1e-5, 1e-4);
     }
 }

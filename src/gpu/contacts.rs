@@ -72,6 +72,9 @@ struct Pipelines {
     fused: Option<[wgpu::ComputePipeline; 3]>,
     /// The coloring's phases and rounds in one workgroup, with the fused sweeps.
     color_fused: Option<wgpu::ComputePipeline>,
+    /// A whole substep in one workgroup (`substep_fused`), where the solver runs it
+    /// ([`GpuContacts::new`]'s `fused_substep`).
+    substep_fused: Option<wgpu::ComputePipeline>,
 }
 
 /// A manifold pass, as in the CPU path.
@@ -170,7 +173,9 @@ impl GpuContacts {
     }
 
     /// Contact stages for `params.body_count` bodies on broad-phase grid `grid`, with room for
-    /// `pair_capacity` pairs and `manifold_capacity` manifolds.
+    /// `pair_capacity` pairs and `manifold_capacity` manifolds; with `fused_size`, the passes
+    /// and the coloring fused into one workgroup of that many threads, and with `fused_substep`
+    /// too, each substep ([`Self::record_substep`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: &wgpu::Device,
@@ -182,6 +187,7 @@ impl GpuContacts {
         pair_capacity: u32,
         manifold_capacity: u32,
         fused_size: Option<u32>,
+        fused_substep: bool,
     ) -> Result<Self> {
         let n = params.body_count;
         let buckets = params.max_colors + 1;
@@ -345,7 +351,7 @@ impl GpuContacts {
         let (ro, rw) = (Slot::Storage(true), Slot::Storage(false));
         let pairs_slots = [Slot::Uniform, Slot::Uniform, ro, ro, ro, ro, ro, rw, rw, rw];
         let manifold_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, ro, ro, ro, rw, rw, rw, rw, ro];
-        let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, ro, rw, rw, rw, rw, rw];
+        let solve_slots = [Slot::Uniform, Slot::Uniform, Slot::UniformDynamic, rw, ro, rw, rw, rw, rw, rw, rw];
         let pairs_layout = kernels::layout(device, "pairs", &pairs_slots);
         let manifold_layout = kernels::layout(device, "manifolds", &manifold_slots);
         let solve_layout = kernels::layout(device, "solve_contacts", &solve_slots);
@@ -479,6 +485,10 @@ impl GpuContacts {
                 ["solve_fused", "relax_fused", "restitution_fused"].map(|entry| {
                     kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", entry, &constants)
                 })
+            }),
+            substep_fused: fused_size.filter(|_| fused_substep).map(|size| {
+                let constants = [prepared_passes[0], ("FUSED_SIZE", f64::from(size))];
+                kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", "substep_fused", &constants)
             }),
         };
         Ok(Self {
@@ -720,6 +730,24 @@ impl GpuContacts {
         marks.dispatch(pass, labels[2]);
         pass.set_pipeline(&p.jacobi_gather);
         pass.dispatch_workgroups_indirect(&self.args, 12 * (overflow as u64 + 1));
+        pass.pop_debug_group();
+    }
+
+    /// Whether each substep is one dispatch ([`Self::record_substep`]).
+    pub fn fuses_substeps(&self) -> bool {
+        self.pipelines.substep_fused.is_some()
+    }
+
+    /// Records a whole substep as one workgroup's dispatch (`substep_fused`): the velocities,
+    /// the preparation, the warm start, the solve sweeps, the positions, the relax sweeps. Only
+    /// where [`Self::fuses_substeps`].
+    pub fn record_substep(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize) {
+        let Some(pipeline) = &self.pipelines.substep_fused else { return };
+        marks.dispatch(pass, "substep_fused");
+        pass.push_debug_group("substep_fused");
+        pass.set_bind_group(0, &self.solve_groups[parity], &[0]);
+        pass.set_pipeline(pipeline);
+        pass.dispatch_workgroups(1, 1, 1);
         pass.pop_debug_group();
     }
 

@@ -79,9 +79,17 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         BIND_BODIES,
         concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/narrow_phase.wgsl")),
     ),
-    ("integrate_velocities", BIND_BODIES, include_str!("../../shaders/integrate_velocities.wgsl")),
+    (
+        "integrate_velocities",
+        BIND_BODIES,
+        concat!(include_str!("../../shaders/integrate.wgsl"), include_str!("../../shaders/integrate_velocities.wgsl")),
+    ),
     ("solve_static", BIND_BODIES, include_str!("../../shaders/solve_static.wgsl")),
-    ("integrate_positions", BIND_BODIES, include_str!("../../shaders/integrate_positions.wgsl")),
+    (
+        "integrate_positions",
+        BIND_BODIES,
+        concat!(include_str!("../../shaders/integrate.wgsl"), include_str!("../../shaders/integrate_positions.wgsl")),
+    ),
     ("stats", BIND_BODIES, concat!(include_str!("../../shaders/sdf.wgsl"), include_str!("../../shaders/stats.wgsl"))),
     (
         "particles",
@@ -104,7 +112,11 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         BIND_MANIFOLDS,
         concat!(include_str!("../../shaders/pairs.wgsl"), include_str!("../../shaders/manifolds.wgsl")),
     ),
-    ("solve_contacts", BIND_SOLVE, include_str!("../../shaders/solve_contacts.wgsl")),
+    (
+        "solve_contacts",
+        BIND_SOLVE,
+        concat!(include_str!("../../shaders/integrate.wgsl"), include_str!("../../shaders/solve_contacts.wgsl")),
+    ),
     ("joints", BIND_JOINTS, include_str!("../../shaders/joints.wgsl")),
     (
         "broad_phase",

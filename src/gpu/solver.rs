@@ -70,6 +70,10 @@ pub struct GpuSolver {
     /// The threads of the one workgroup that runs each sweep, when the sweeps are fused
     /// ([`crate::SolverSettings::gpu_fused_sweeps`]).
     fused_size: Option<u32>,
+    /// Whether each substep is one workgroup's dispatch (`GpuContacts::record_substep`): with
+    /// the fused sweeps, in a world of bodies and contacts alone (no joints, static colliders
+    /// or particles, nothing that can bounce), whose substep is then the contacts' alone.
+    fused_substep: bool,
 }
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
@@ -242,6 +246,11 @@ impl GpuSolver {
             steps: 0,
             clock: None,
             bounces: world.bodies_can_bounce(),
+            fused_substep: fused_size.is_some()
+                && packed.params.collider_count == 0
+                && packed.joints.is_empty()
+                && world.particle_count() == 0
+                && !world.bodies_can_bounce(),
             fused_size,
         };
         if body_contacts {
@@ -306,6 +315,7 @@ impl GpuSolver {
             pair_capacity,
             manifold_capacity,
             self.fused_size,
+            self.fused_substep,
         )?;
         contacts.bounces = self.bounces;
         Ok((stats, contacts))
@@ -540,7 +550,10 @@ impl GpuSolver {
         let statics = u32::from(p.collider_count > 0);
         let (mut once, mut per_substep) =
             (1 + u32::from(self.bounces), 2 + statics * (1 + u32::from(relax)) + particles);
-        if let Some(c) = self.contacts_stages.as_ref() {
+        if let Some(c) = self.contacts_stages.as_ref().filter(|c| c.fuses_substeps()) {
+            per_substep = 1;
+            once += c.detection_dispatches();
+        } else if let Some(c) = self.contacts_stages.as_ref() {
             once += c.detection_dispatches();
             if self.bounces {
                 once += c.pass_dispatches(ContactPass::Restitution);
@@ -596,6 +609,11 @@ impl GpuSolver {
             j.record_prepare(pass, marks);
         }
         for _ in 0..self.params.substeps {
+            if let Some(c) = contacts.filter(|c| c.fuses_substeps()) {
+                marks.mark(pass, Stage::Solve);
+                c.record_substep(pass, marks, parity);
+                continue;
+            }
             bodies(pass);
             marks.mark(pass, Stage::Integrate);
             kernels::dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
