@@ -1014,6 +1014,7 @@ mod tests {
             }
         }
         assert!(large > 50, "the floor and walls are the first body of {large} pairs");
+        assert!(!contacts(&mut sorted), "the buffers grew, and the sorted run ranked its pairs");
         let bits = |s: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&s.raw_bodies().unwrap()).to_vec();
         assert!(bits(&mut ranked) == bits(&mut sorted), "the states differ");
     }
