@@ -145,9 +145,10 @@ pub(crate) fn fused_size(limits: &wgpu::Limits, backend: &str) -> u32 {
 
 /// The most bodies, and pairs, of a world whose pairs are put in order by ranks
 /// ([`GpuContacts::pair_ranks`]): a pair's rank reads every pair of its first body, so a body
-/// among thousands of pairs (a floor under a pile) costs the square of their number; within
-/// these bounds at most some 67 million reads in a step, and in a small world, whose step is
-/// a chain of dispatches, seven dispatches fewer.
+/// heading thousands of pairs (a floor under a pile, added first) costs the square of their
+/// number. Within these bounds the worst step (eight bodies each heading some 8,000 pairs)
+/// reads some 540 million words, where a pile's floor heads hundreds of pairs; in a small
+/// world, whose step is a chain of dispatches, the ranks are seven dispatches fewer.
 pub(crate) const PAIR_RANK_BODIES: u32 = 8_192;
 pub(crate) const PAIR_RANK_PAIRS: u32 = 65_536;
 
