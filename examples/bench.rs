@@ -999,15 +999,23 @@ mod rapier_side {
                 let dx = axis.normalize();
                 framed_by(dx, signorini::math::tangent_basis(dx).0, locked)
             };
-            // A motor (a hinge's about x, a slider's along x): signorini's is a rigid velocity
-            // row within its torque or force; Rapier's nearest is a force-based velocity motor
-            // with a damping so large that it is rigid, within the same effort.
-            let motored = |builder: rp::GenericJointBuilder, axis: rp::JointAxis| match joint.motor {
-                Some(m) => builder
-                    .motor_model(axis, rp::MotorModel::ForceBased)
-                    .motor_velocity(axis, m.speed, 1e9)
-                    .motor_max_force(axis, m.max_effort),
-                None => builder,
+            // A hinge (about x) or a slider (along x), `on` that axis its limits and its motor.
+            // Signorini's motor is a rigid velocity row within its torque or force; Rapier's
+            // nearest is a force-based velocity motor with a damping so large that it is rigid,
+            // within the same effort.
+            let along = |axis: Vec3, locked: rp::JointAxesMask, on: rp::JointAxis| {
+                let builder = framed(axis, locked);
+                let builder = match joint.limits {
+                    Some(limits) => builder.limits(on, limits),
+                    None => builder,
+                };
+                match joint.motor {
+                    Some(m) => builder
+                        .motor_model(on, rp::MotorModel::ForceBased)
+                        .motor_velocity(on, m.speed, 1e9)
+                        .motor_max_force(on, m.max_effort),
+                    None => builder,
+                }
             };
             let generic = match (joint.kind, joint.cone) {
                 (signorini::JointKind::Spherical, None) => {
@@ -1030,20 +1038,10 @@ mod rapier_side {
                     ball
                 }
                 (signorini::JointKind::Revolute { axis }, None) => {
-                    let hinge = framed(axis, rp::JointAxesMask::LOCKED_REVOLUTE_AXES);
-                    let hinge = match joint.limits {
-                        Some(limits) => hinge.limits(rp::JointAxis::AngX, limits),
-                        None => hinge,
-                    };
-                    motored(hinge, rp::JointAxis::AngX)
+                    along(axis, rp::JointAxesMask::LOCKED_REVOLUTE_AXES, rp::JointAxis::AngX)
                 }
                 (signorini::JointKind::Prismatic { axis }, None) => {
-                    let slider = framed(axis, rp::JointAxesMask::LOCKED_PRISMATIC_AXES);
-                    let slider = match joint.limits {
-                        Some(limits) => slider.limits(rp::JointAxis::LinX, limits),
-                        None => slider,
-                    };
-                    motored(slider, rp::JointAxis::LinX)
+                    along(axis, rp::JointAxesMask::LOCKED_PRISMATIC_AXES, rp::JointAxis::LinX)
                 }
                 // A universal joint: the point held, and the turn about the direction across
                 // the two axes (the frames' z) locked.

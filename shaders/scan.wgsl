@@ -116,12 +116,11 @@ fn scan_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
 }
 
-// Threads of `scan_one`'s workgroup (as many as the device allows, up to 1,024), and the most
-// elements each takes.
+// Threads of `scan_one`'s workgroup: as many as the device allows, up to FUSED_SIZE_MAX. Each
+// takes at most SCAN_ONE_ITEMS elements (both in the generated header).
 override SCAN_ONE_SIZE: u32 = 256u;
-const SCAN_ONE_ITEMS: u32 = 32u;
 
-var<workgroup> run_sums: array<u32, 1024>;
+var<workgroup> run_sums: array<u32, FUSED_SIZE_MAX>;
 
 // The whole scan in one workgroup, for `len` at most SCAN_ONE_SIZE * SCAN_ONE_ITEMS: thread
 // `lid` takes a run of consecutive elements (`per` of them) into registers (a fixed trip count,

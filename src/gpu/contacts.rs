@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wgpu::util::DeviceExt;
 
 use super::kernels::{self, Radix, RadixParams, Scan, ScanParams, Slot};
-use super::shaders::{RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
+use super::shaders::{FUSED_SIZE_MAX, RADIX_ALL, STATS_WORKGROUP_SIZE, UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
 use super::timing::{Marks, Stage};
 use crate::cpu::contacts::GridSpec;
 use crate::error::{Error, Result};
@@ -139,7 +139,7 @@ pub(crate) struct GpuContacts {
 /// pipelines may allow fewer threads than the device does when their kernels use many
 /// registers, as the joints' do (which wgpu does not check).
 pub(crate) fn fused_size(limits: &wgpu::Limits, backend: &str) -> u32 {
-    let most = if backend == "Metal" { 256 } else { 1024 };
+    let most = if backend == "Metal" { 256 } else { FUSED_SIZE_MAX };
     limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).min(most)
 }
 

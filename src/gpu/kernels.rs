@@ -1,7 +1,7 @@
 //! Small helpers to declare bind group layouts, build pipelines, and record the prefix sum and
 //! the radix sort.
 
-use super::shaders::{self, RADIX_DIGITS, SCAN_BLOCK, UNIFORM_SLOT, dispatch_grid};
+use super::shaders::{self, RADIX_DIGITS, SCAN_BLOCK, SCAN_ONE_ITEMS, UNIFORM_SLOT, dispatch_grid};
 use super::timing::Marks;
 
 /// What a binding is.
@@ -156,9 +156,6 @@ pub(crate) struct Scan {
     /// `scan_one`'s threads (`SCAN_ONE_SIZE`).
     one_size: u32,
 }
-
-/// The most elements a thread of `scan_one` takes (`SCAN_ONE_ITEMS` in shaders/scan.wgsl).
-const SCAN_ONE_ITEMS: u32 = 32;
 
 impl Scan {
     pub fn new(device: &wgpu::Device, modules: &[(&'static str, wgpu::ShaderModule)]) -> Self {

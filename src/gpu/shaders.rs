@@ -36,6 +36,12 @@ pub const STATS_WORKGROUP_SIZE: u32 = 256;
 pub const SCAN_THREADS: u32 = 256;
 /// Elements scanned per workgroup (two per thread).
 pub const SCAN_BLOCK: u32 = 2 * SCAN_THREADS;
+/// The most threads of a workgroup that runs a whole pass alone (a fused sweep, `scan_one`),
+/// where the device allows that many.
+pub const FUSED_SIZE_MAX: u32 = 1024;
+/// The most elements a thread of `scan_one` takes: a scan of at most this many times its
+/// workgroup's threads is one dispatch.
+pub const SCAN_ONE_ITEMS: u32 = 32;
 /// Buckets of one radix sort pass (eight bits), also its workgroup size.
 pub const RADIX_DIGITS: u32 = 256;
 /// A radix sort's `count_word` when every item up to its capacity is sorted.
@@ -139,6 +145,8 @@ pub fn header() -> String {
          const SCAN_THREADS: u32 = {SCAN_THREADS}u;\n\
          const SCAN_BLOCK: u32 = {SCAN_BLOCK}u;\n\
          const RADIX_DIGITS: u32 = {RADIX_DIGITS}u;\n\
+         const FUSED_SIZE_MAX: u32 = {FUSED_SIZE_MAX}u;\n\
+         const SCAN_ONE_ITEMS: u32 = {SCAN_ONE_ITEMS}u;\n\
          const RADIX_ALL: u32 = {RADIX_ALL}u;\n\
          const KIND_DYNAMIC: u32 = {KIND_DYNAMIC}u;\n\
          const KIND_STATIC: u32 = {KIND_STATIC}u;\n\
