@@ -361,9 +361,13 @@ fn compact_manifolds(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn adjacency_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        count_adjacency(i);
     }
+}
+
+// Counts manifold `i` on each of its dynamic bodies.
+fn count_adjacency(i: u32) {
     let m = manifolds[i];
     if is_dynamic(m.body_a) {
         atomicAdd(&counters[m.body_a], 1u);
@@ -376,15 +380,19 @@ fn adjacency_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn adjacency_offsets(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i == 0u {
+    if i < params.body_count {
+        take_adjacency_count(i);
+    }
+}
+
+// Body `body`'s count out of the counters (zeroed for the next step), to be scanned.
+fn take_adjacency_count(body: u32) {
+    if body == 0u {
         // This step's manifolds are next step's previous ones.
         work[4] = work[1];
     }
-    if i >= params.body_count {
-        return;
-    }
-    work[work_layout.adjacency_counts + i] = atomicLoad(&counters[i]);
-    atomicStore(&counters[i], 0u);
+    work[work_layout.adjacency_counts + body] = atomicLoad(&counters[body]);
+    atomicStore(&counters[body], 0u);
 }
 
 fn adjacency_start(body: u32) -> u32 {
@@ -398,9 +406,13 @@ fn adjacency_end(body: u32) -> u32 {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn adjacency_fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= manifold_count() {
-        return;
+    if i < manifold_count() {
+        fill_adjacency(i);
     }
+}
+
+// Manifold `i` into each of its dynamic bodies' lists, at a slot the counters hand out.
+fn fill_adjacency(i: u32) {
     let m = manifolds[i];
     let n = params.body_count;
     if is_dynamic(m.body_a) {
@@ -417,9 +429,13 @@ fn adjacency_fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn adjacency_sort(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if body >= params.body_count {
-        return;
+    if body < params.body_count {
+        sort_adjacency(body);
     }
+}
+
+// Body `body`'s list in increasing order (an insertion sort), its fill counter zeroed.
+fn sort_adjacency(body: u32) {
     atomicStore(&counters[params.body_count + body], 0u);
     let start = work_layout.adjacency + adjacency_start(body);
     let end = work_layout.adjacency + adjacency_end(body);
@@ -591,12 +607,53 @@ fn pick_color(i: u32, round: u32) {
 // device allows (at most 1,024).
 override FUSED_SIZE: u32 = 256u;
 
-// The coloring in one workgroup (`SolverSettings::gpu_fused_sweeps`): the seed's resolve, the
-// masks, the descent and its settling, then each round's masks, picks and resolve, as the
-// dispatches per phase run them, each phase swept by all the workgroup's threads with a barrier
-// after it. The same work in the same order of phases, so the same colors.
+// With `SolverSettings::gpu_fused_sweeps`, the whole of the coloring stage in one workgroup:
+// the adjacency, the coloring, the buckets and the Jacobi split, as the dispatches of each phase
+// run them, each phase swept by all the workgroup's threads with a barrier after it. The same
+// work in the same order of phases, so the same words; only the buckets' stable counting sort
+// takes its manifolds by thread instead of by workgroup (`bucket_runs`), with the same result.
 @compute @workgroup_size(FUSED_SIZE)
-fn color_fused(@builtin(local_invocation_index) t: u32) {
+fn coloring_fused(@builtin(local_invocation_index) t: u32) {
+    let n = manifold_count();
+    let bodies = params.body_count;
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        count_adjacency(i);
+    }
+    storageBarrier();
+    for (var body = t; body < bodies; body += FUSED_SIZE) {
+        take_adjacency_count(body);
+    }
+    storageBarrier();
+    scan_in_workgroup(work_layout.adjacency_counts, bodies, t, FUSED_SIZE);
+    storageBarrier();
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        fill_adjacency(i);
+    }
+    storageBarrier();
+    for (var body = t; body < bodies; body += FUSED_SIZE) {
+        sort_adjacency(body);
+    }
+    storageBarrier();
+    if params.coloring_rounds > 0u {
+        color_rounds(t);
+    }
+    bucket_runs(t, n);
+    storageBarrier();
+    scan_in_workgroup(work_layout.histogram, work_layout.buckets * work_layout.histogram_groups, t, FUSED_SIZE);
+    storageBarrier();
+    place_runs(t, n);
+    storageBarrier();
+    for (var k = t; k < 64u; k += FUSED_SIZE) {
+        bucket_arg(k);
+    }
+    for (var body = t; body < bodies; body += FUSED_SIZE) {
+        split_body(body);
+    }
+}
+
+// The coloring by the fused workgroup's threads: the seed's resolve, the masks, the descent and
+// its settling, then each round's masks, picks and resolve, with a barrier after each phase.
+fn color_rounds(t: u32) {
     let n = manifold_count();
     for (var i = t; i < n; i += FUSED_SIZE) {
         resolve_color(i);
@@ -627,6 +684,45 @@ fn color_fused(@builtin(local_invocation_index) t: u32) {
             resolve_color(i);
         }
         storageBarrier();
+    }
+}
+
+// The fused coloring's histogram groups are its threads (`histogram_groups` is FUSED_SIZE), each
+// taking a run of consecutive manifolds: the runs of `bucket_runs` and `place_runs`.
+fn run_of(t: u32, n: u32) -> vec2<u32> {
+    let per = (n + FUSED_SIZE - 1u) / FUSED_SIZE;
+    return vec2<u32>(min(t * per, n), min((t + 1u) * per, n));
+}
+
+// Thread `t`'s run counted by bucket into the histogram (bucket-major, as `bucket_histogram`
+// lays its groups out).
+fn bucket_runs(t: u32, n: u32) {
+    var counts: array<u32, MAX_COLORS + 1u>;
+    let run = run_of(t, n);
+    for (var i = run.x; i < run.y; i++) {
+        counts[bucket_of(i)] += 1u;
+    }
+    for (var b = 0u; b < work_layout.buckets; b++) {
+        work[work_layout.histogram + b * work_layout.histogram_groups + t] = counts[b];
+    }
+}
+
+// After the scan of the histogram, thread `t`'s run placed in order: a manifold's place is its
+// bucket's offset for the run plus the run's earlier manifolds in that bucket. Runs are in
+// manifold order and the histogram bucket-major, so this is the stable counting sort that
+// `bucket_scatter` does by workgroup: the same list.
+fn place_runs(t: u32, n: u32) {
+    var next: array<u32, MAX_COLORS + 1u>;
+    for (var b = 0u; b < work_layout.buckets; b++) {
+        next[b] = work[work_layout.histogram + b * work_layout.histogram_groups + t];
+    }
+    let run = run_of(t, n);
+    for (var i = run.x; i < run.y; i++) {
+        let b = bucket_of(i);
+        work[work_layout.colored + next[b]] = i;
+        next[b] += 1u;
+        // The final color, kept with the manifold: next step's seed.
+        manifolds[i].color = work[work_layout.colors + i];
     }
 }
 
@@ -685,6 +781,12 @@ fn bucket_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
 
 @compute @workgroup_size(64)
 fn bucket_args(@builtin(local_invocation_index) lid: u32) {
+    bucket_arg(lid);
+}
+
+// Thread `lid` (of at least 64) of the buckets' offsets and dispatch arguments, from the scanned
+// histogram.
+fn bucket_arg(lid: u32) {
     let buckets = work_layout.buckets;
     let total = work[work_layout.histogram + buckets * work_layout.histogram_groups];
     if lid == 0u {
@@ -744,9 +846,12 @@ fn grid_finish() {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn jacobi_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let body = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if body >= params.body_count {
-        return;
+    if body < params.body_count {
+        split_body(body);
     }
+}
+
+fn split_body(body: u32) {
     var count = 0u;
     for (var k = adjacency_start(body); k < adjacency_end(body); k++) {
         if work[work_layout.colors + work[work_layout.adjacency + k]] == NO_COLOR {

@@ -120,46 +120,9 @@ fn scan_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 // takes at most SCAN_ONE_ITEMS elements (both in the generated header).
 override SCAN_ONE_SIZE: u32 = 256u;
 
-var<workgroup> run_sums: array<u32, FUSED_SIZE_MAX>;
-
-// The whole scan in one workgroup, for `len` at most SCAN_ONE_SIZE * SCAN_ONE_ITEMS: thread
-// `lid` takes a run of consecutive elements (`per` of them) into registers (a fixed trip count,
-// so the loads issue together and the array stays in registers), the workgroup scans the runs'
-// sums, and each thread writes its run's prefixes from its offset. `work[sums ..]` is not used.
+// The whole scan in one workgroup (shaders/scan_one.wgsl), for `len` at most
+// SCAN_ONE_SIZE * SCAN_ONE_ITEMS. `work[sums ..]` is not used.
 @compute @workgroup_size(SCAN_ONE_SIZE)
 fn scan_one(@builtin(local_invocation_index) lid: u32) {
-    let per = (scan.len + SCAN_ONE_SIZE - 1u) / SCAN_ONE_SIZE;
-    let first = lid * per;
-    var values: array<u32, SCAN_ONE_ITEMS>;
-    var sum = 0u;
-    for (var k = 0u; k < SCAN_ONE_ITEMS; k++) {
-        var v = 0u;
-        if k < per && first + k < scan.len {
-            v = work[scan.offset + first + k];
-        }
-        values[k] = v;
-        sum += v;
-    }
-    run_sums[lid] = sum;
-    // Inclusive Hillis-Steele scan of the runs' sums.
-    for (var stride = 1u; stride < SCAN_ONE_SIZE; stride *= 2u) {
-        workgroupBarrier();
-        var add = 0u;
-        if lid >= stride {
-            add = run_sums[lid - stride];
-        }
-        workgroupBarrier();
-        run_sums[lid] += add;
-    }
-    workgroupBarrier();
-    var running = run_sums[lid] - sum;
-    for (var k = 0u; k < SCAN_ONE_ITEMS; k++) {
-        if k < per && first + k < scan.len {
-            work[scan.offset + first + k] = running;
-        }
-        running += values[k];
-    }
-    if lid == SCAN_ONE_SIZE - 1u {
-        work[scan.offset + scan.len] = run_sums[lid];
-    }
+    scan_in_workgroup(scan.offset, scan.len, lid, SCAN_ONE_SIZE);
 }

@@ -894,10 +894,10 @@ fn gpu_passes_fused_or_per_color_agree() {
         let dispatches = gpu.dispatches_per_step();
         gpu.step_many(steps);
         let stats = gpu.stats().unwrap();
-        (gpu.body_states().unwrap(), stats, dispatches)
+        (gpu.body_states().unwrap(), stats, dispatches, gpu.color_buckets().unwrap())
     };
     for (prepared, bouncy) in [(false, true), (true, true), (false, false), (true, false)] {
-        let ((a, stats, fused_dispatches), (b, _, dispatches)) =
+        let ((a, stats, fused_dispatches, fused_buckets), (b, _, dispatches, buckets)) =
             (run(true, prepared, bouncy), run(false, prepared, bouncy));
         assert!(
             stats.overflow > 100 && stats.contacts > 1000,
@@ -906,8 +906,10 @@ fn gpu_passes_fused_or_per_color_agree() {
             stats.contacts
         );
         let s = overflowing_pile(false, prepared, bouncy).desc().solver;
-        // The coloring's 4 phases and 3 a round become one.
-        let coloring = 4 + 3 * s.coloring_rounds - 1;
+        // The coloring stage becomes one: the adjacency's 4 and its scan, the coloring's 4
+        // phases and 3 a round, the buckets' 3 and their scan (each scan one workgroup's
+        // dispatch in so small a world), the Jacobi split.
+        let coloring = (4 + 1) + (4 + 3 * s.coloring_rounds) + (3 + 1) + 1 - 1;
         let sweeps = s.iterations + s.relax_iterations;
         let fewer = if bouncy {
             // Each pass's colors, overflow and gather become one.
@@ -920,5 +922,10 @@ fn gpu_passes_fused_or_per_color_agree() {
         assert_eq!(dispatches - fused_dispatches, fewer + coloring, "prepared {prepared}, bouncy {bouncy}");
         let what = format!("fused or not, prepared {prepared}, bouncy {bouncy}");
         common::assert_gpu_runs_agree(ctx, &a, &b, &what, 1e-5, 1e-4);
+        if ctx.adapter().software {
+            // The same bits, so the same manifolds, colored and bucketed in the same order (the
+            // fused coloring's stable sort by thread is the same list as the sort by workgroup).
+            assert_eq!(fused_buckets, buckets, "{what}: buckets");
+        }
     }
 }

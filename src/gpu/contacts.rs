@@ -70,8 +70,9 @@ struct Pipelines {
     /// Per sweep (solve, relax, restitution), the whole pass in one workgroup
     /// (`SolverSettings::gpu_fused_sweeps`); none without it.
     fused: Option<[wgpu::ComputePipeline; 3]>,
-    /// The coloring's phases and rounds in one workgroup, with the fused sweeps.
-    color_fused: Option<wgpu::ComputePipeline>,
+    /// The whole coloring stage (adjacency, rounds, buckets, Jacobi split) in one workgroup,
+    /// with the fused sweeps.
+    coloring_fused: Option<wgpu::ComputePipeline>,
     /// A whole substep in one workgroup (`substep_fused`), where the solver runs it
     /// ([`GpuContacts::new`]'s `fused_substep`).
     substep_fused: Option<wgpu::ComputePipeline>,
@@ -192,7 +193,9 @@ impl GpuContacts {
     ) -> Result<Self> {
         let n = params.body_count;
         let buckets = params.max_colors + 1;
-        let histogram_groups = manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE);
+        // Groups of the buckets' histogram: workgroups of STATS_WORKGROUP_SIZE manifolds, or the
+        // fused coloring's threads, each with a run of manifolds.
+        let histogram_groups = fused_size.unwrap_or(manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE));
         // Lay the arena out.
         let mut at = HEADER;
         let mut region = |words: u32| {
@@ -471,13 +474,13 @@ impl GpuContacts {
             ],
             jacobi_gather: v("jacobi_gather"),
             manifold_stats: v("manifold_stats"),
-            color_fused: fused_size.map(|size| {
+            coloring_fused: fused_size.map(|size| {
                 kernels::pipeline_with(
                     device,
                     modules,
                     &[&manifold_layout],
                     "manifolds",
-                    "color_fused",
+                    "coloring_fused",
                     &[("FUSED_SIZE", f64::from(size))],
                 )
             }),
@@ -583,15 +586,17 @@ impl GpuContacts {
         pass.set_bind_group(0, group, &[0]);
         kernels::dispatch(pass, marks, "compact_manifolds", &p.compact_manifolds, self.pair_grid);
         marks.mark(pass, Stage::Coloring);
+        if let Some(fused) = &p.coloring_fused {
+            kernels::dispatch(pass, marks, "coloring_fused", fused, (1, 1));
+            return;
+        }
         kernels::dispatch(pass, marks, "adjacency_count", &p.adjacency_count, self.manifold_grid);
         kernels::dispatch(pass, marks, "adjacency_offsets", &p.adjacency_offsets, self.body_grid);
         self.scan.record(pass, marks, "scan_adjacency", &self.scan_group, SCAN_ADJACENCY, self.layout.body_count);
         pass.set_bind_group(0, group, &[0]);
         kernels::dispatch(pass, marks, "adjacency_fill", &p.adjacency_fill, self.manifold_grid);
         kernels::dispatch(pass, marks, "adjacency_sort", &p.adjacency_sort, self.body_grid);
-        if let Some(fused) = p.color_fused.as_ref().filter(|_| self.rounds > 0) {
-            kernels::dispatch(pass, marks, "color_fused", fused, (1, 1));
-        } else if self.rounds > 0 {
+        if self.rounds > 0 {
             kernels::dispatch(pass, marks, "color_resolve", &p.color_resolve, self.manifold_grid);
             kernels::dispatch(pass, marks, "color_masks", &p.color_masks, self.body_grid);
             kernels::dispatch(pass, marks, "color_descend", &p.color_descend, self.manifold_grid);
@@ -630,14 +635,15 @@ impl GpuContacts {
                     Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
                 }
         };
-        let coloring = match (self.rounds, self.pipelines.color_fused.is_some()) {
-            (0, _) => 0,
-            (_, true) => 1,
-            (rounds, false) => 4 + 3 * rounds,
+        let flags = scan(l.pair_capacity);
+        let coloring = if self.pipelines.coloring_fused.is_some() {
+            1
+        } else {
+            let (adjacency, buckets) = (scan(l.body_count), scan(l.buckets * l.histogram_groups));
+            let rounds = if self.rounds == 0 { 0 } else { 4 + 3 * self.rounds };
+            (2 + adjacency + 2) + rounds + (1 + buckets + 3)
         };
-        let (flags, adjacency, buckets) =
-            (scan(l.pair_capacity), scan(l.body_count), scan(l.buckets * l.histogram_groups));
-        2 + pairs + (2 + flags + 1) + (2 + adjacency + 2) + coloring + (1 + buckets + 3)
+        2 + pairs + (2 + flags + 1) + coloring
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the

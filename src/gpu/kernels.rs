@@ -183,7 +183,9 @@ impl Scan {
         len.div_ceil(SCAN_BLOCK) + 1
     }
 
-    /// The longest region one workgroup scans alone (`scan_one`): 32 elements a thread.
+    /// The longest region one workgroup scans in one tile (`scan_one`): 32 elements a thread.
+    /// Longer regions take a tile after another, so that [`Scan::record`] scans them in three
+    /// dispatches instead.
     pub fn one_workgroup_max(&self) -> u32 {
         SCAN_ONE_ITEMS * self.one_size
     }
@@ -209,7 +211,8 @@ impl Scan {
         self.record_as(pass, marks, label, group, slot, len, len <= self.one_workgroup_max());
     }
 
-    /// [`Scan::record`] in one workgroup's dispatch (`one`, which `len` must allow) or three.
+    /// [`Scan::record`] in one workgroup's dispatch (`one`; tile after tile beyond
+    /// [`Scan::one_workgroup_max`]) or three.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_as(
         &self,
@@ -221,7 +224,6 @@ impl Scan {
         len: u32,
         one: bool,
     ) {
-        debug_assert!(!one || len <= self.one_workgroup_max());
         let offset = [(slot as u64 * UNIFORM_SLOT) as u32];
         let (x, y) = dispatch_grid(len.max(1), SCAN_BLOCK);
         pass.push_debug_group("scan");
@@ -426,8 +428,8 @@ pub(crate) mod tests {
         let scan = Scan::new(device, &modules);
         let most = scan.one_workgroup_max();
         let lengths = [1u32, 2, 511, 512, 513, 5000, most - 1, most, most + 1, 262_144, 300_001];
-        let ways =
-            lengths.iter().flat_map(|&len| [(len, false), (len, true)]).filter(|&(len, one)| !one || len <= most);
+        // One workgroup at every length: beyond `most` in tiles, as the fused coloring scans.
+        let ways = lengths.iter().flat_map(|&len| [(len, false), (len, true)]);
         let mut rng = crate::scenes::Lcg(2);
         for (k, (len, one)) in ways.enumerate() {
             // The region starts at an offset, as in the solver's arena.

@@ -111,12 +111,16 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         BIND_PARTICLE_BODIES,
         concat!(include_str!("../../shaders/collide.wgsl"), include_str!("../../shaders/particle_bodies.wgsl")),
     ),
-    ("scan", "", include_str!("../../shaders/scan.wgsl")),
+    ("scan", "", concat!(include_str!("../../shaders/scan.wgsl"), include_str!("../../shaders/scan_one.wgsl"))),
     ("radix", "", include_str!("../../shaders/radix.wgsl")),
     (
         "manifolds",
         BIND_MANIFOLDS,
-        concat!(include_str!("../../shaders/pairs.wgsl"), include_str!("../../shaders/manifolds.wgsl")),
+        concat!(
+            include_str!("../../shaders/pairs.wgsl"),
+            include_str!("../../shaders/scan_one.wgsl"),
+            include_str!("../../shaders/manifolds.wgsl")
+        ),
     ),
     (
         "solve_contacts",
