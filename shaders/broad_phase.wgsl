@@ -275,18 +275,26 @@ fn grid_write(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn pair_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if p >= work[0] {
-        return;
+    if p < work[0] {
+        count_pair(p);
     }
+}
+
+// Counts pair `p` on its first body.
+fn count_pair(p: u32) {
     atomicAdd(&counters[work[work_layout.pairs_raw + 2u * p]], 1u);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn pair_starts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= params.body_count {
-        return;
+    if i < params.body_count {
+        take_pair_count(i);
     }
+}
+
+// Body `i`'s count out of the counters (zeroed), to be scanned.
+fn take_pair_count(i: u32) {
     work[work_layout.pair_counts + i] = atomicLoad(&counters[i]);
     atomicStore(&counters[i], 0u);
 }
@@ -294,9 +302,13 @@ fn pair_starts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn pair_place(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if p >= work[0] {
-        return;
+    if p < work[0] {
+        place_pair(p);
     }
+}
+
+// Pair `p` into its first body's run, at a slot the counters hand out.
+fn place_pair(p: u32) {
     let a = work[work_layout.pairs_raw + 2u * p];
     let b = work[work_layout.pairs_raw + 2u * p + 1u];
     let at = work[work_layout.pair_counts + a] + atomicAdd(&counters[params.body_count + a], 1u);
@@ -307,9 +319,13 @@ fn pair_place(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn pair_rank(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if p >= work[0] {
-        return;
+    if p < work[0] {
+        rank_pair(p);
     }
+}
+
+// Placed pair `p` to its rank in its first body's run.
+fn rank_pair(p: u32) {
     let a = work[work_layout.pairs_scratch + 2u * p];
     let b = work[work_layout.pairs_scratch + 2u * p + 1u];
     let start = work[work_layout.pair_counts + a];
@@ -325,6 +341,35 @@ fn pair_rank(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     // The placing counters back to zero, for the adjacency's use of them.
     if rank == 0u {
         atomicStore(&counters[params.body_count + a], 0u);
+    }
+}
+
+// Threads of the one workgroup of the fused ranks: a pipeline constant, set to what the device
+// allows (at most 1,024).
+override FUSED_SIZE: u32 = 256u;
+
+// With `SolverSettings::gpu_fused_sweeps`, the ranks' five dispatches in one workgroup: the
+// counts, their scan (shaders/scan_one.wgsl), the placing and the ranks, each phase swept by all
+// the workgroup's threads with a barrier after it. The same list.
+@compute @workgroup_size(FUSED_SIZE)
+fn pairs_fused(@builtin(local_invocation_index) t: u32) {
+    let pairs = work[0];
+    for (var p = t; p < pairs; p += FUSED_SIZE) {
+        count_pair(p);
+    }
+    storageBarrier();
+    for (var i = t; i < params.body_count; i += FUSED_SIZE) {
+        take_pair_count(i);
+    }
+    storageBarrier();
+    scan_in_workgroup(work_layout.pair_counts, params.body_count, t, FUSED_SIZE);
+    storageBarrier();
+    for (var p = t; p < pairs; p += FUSED_SIZE) {
+        place_pair(p);
+    }
+    storageBarrier();
+    for (var p = t; p < pairs; p += FUSED_SIZE) {
+        rank_pair(p);
     }
 }
 

@@ -42,6 +42,8 @@ struct Pipelines {
     pair_starts: wgpu::ComputePipeline,
     pair_place: wgpu::ComputePipeline,
     pair_rank: wgpu::ComputePipeline,
+    /// The ranks' dispatches in one workgroup, with the fused sweeps.
+    pairs_fused: Option<wgpu::ComputePipeline>,
     collide_pairs: wgpu::ComputePipeline,
     recycle_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
@@ -448,6 +450,10 @@ impl GpuContacts {
             pair_starts: p(&pairs_layout, "broad_phase", "pair_starts"),
             pair_place: p(&pairs_layout, "broad_phase", "pair_place"),
             pair_rank: p(&pairs_layout, "broad_phase", "pair_rank"),
+            pairs_fused: fused_size.map(|size| {
+                let constants = [("FUSED_SIZE", f64::from(size))];
+                kernels::pipeline_with(device, modules, &[&pairs_layout], "broad_phase", "pairs_fused", &constants)
+            }),
             collide_pairs: p(&pairs_layout, "broad_phase", "collide_pairs"),
             recycle_pairs: m("recycle_pairs"),
             compact_manifolds: m("compact_manifolds"),
@@ -562,7 +568,9 @@ impl GpuContacts {
             pass.set_pipeline(&p.grid_write);
             pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
             pass.pop_debug_group();
-            if self.pair_ranks {
+            if let Some(fused) = p.pairs_fused.as_ref().filter(|_| self.pair_ranks) {
+                kernels::dispatch(pass, marks, "pairs_fused", fused, (1, 1));
+            } else if self.pair_ranks {
                 kernels::dispatch(pass, marks, "pair_count", &p.pair_count, self.pair_grid);
                 kernels::dispatch(pass, marks, "pair_starts", &p.pair_starts, self.body_grid);
                 scan.record(pass, marks, "scan_pair_starts", scan_group, SCAN_PAIRS, l.body_count);
@@ -629,7 +637,9 @@ impl GpuContacts {
                 + 3
                 + scan(l.body_count)
                 + 1
-                + if self.pair_ranks {
+                + if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
+                    1
+                } else if self.pair_ranks {
                     4 + scan(l.body_count)
                 } else {
                     Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)

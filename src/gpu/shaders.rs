@@ -134,6 +134,7 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         concat!(
             include_str!("../../shaders/collide.wgsl"),
             include_str!("../../shaders/pairs.wgsl"),
+            include_str!("../../shaders/scan_one.wgsl"),
             include_str!("../../shaders/broad_phase.wgsl")
         ),
     ),

@@ -990,33 +990,40 @@ mod tests {
     /// (`GpuContacts::pair_ranks`, the default in a world this small) and by the radix sort
     /// are the same list, step after step, and so the steps are the same bits. The rain falls
     /// into an open box whose floor and walls come first, so the bodies too large for the grid
-    /// are the first bodies of many pairs that other bodies' threads find.
+    /// are the first bodies of many pairs that other bodies' threads find. Both with the ranks'
+    /// five dispatches and with their one workgroup's (`pairs_fused`, the fused sweeps).
     #[test]
     fn pairs_ranked_or_radix_sorted_are_the_same_list() {
         let Some(ctx) = crate::gpu::kernels::tests::context() else { return };
-        let world = crate::scenes::rain(crate::scenes::bench_desc(), 300, 7).unwrap();
-        let mut ranked = GpuSolver::new(&ctx, &world).unwrap();
-        let mut sorted = GpuSolver::new(&ctx, &world).unwrap();
-        let contacts = |s: &mut GpuSolver| s.contacts_stages.as_mut().unwrap().pair_ranks;
-        assert!(contacts(&mut ranked), "a world of 305 bodies puts its pairs in order by ranks");
-        sorted.contacts_stages.as_mut().unwrap().pair_ranks = false;
-        // Four radix passes of three dispatches, against five.
-        assert_eq!(sorted.dispatches_per_step(), ranked.dispatches_per_step() + 7);
-        let mut large = 0;
-        for step in 0..60 {
-            ranked.step();
-            sorted.step();
-            if step % 10 == 9 {
-                let pairs = ranked.candidate_pairs().unwrap();
-                assert_eq!(pairs, sorted.candidate_pairs().unwrap(), "step {step}");
-                assert!(pairs.windows(2).all(|w| w[0] < w[1]), "step {step}: not in (a, b) order");
-                large = large.max(pairs.iter().filter(|p| p[0] < 5).count());
+        // The ranks in five dispatches, and with the fused sweeps in one workgroup's.
+        for fused in [false, true] {
+            let mut desc = crate::scenes::bench_desc();
+            desc.solver.gpu_fused_sweeps = fused;
+            let world = crate::scenes::rain(desc, 300, 7).unwrap();
+            let mut ranked = GpuSolver::new(&ctx, &world).unwrap();
+            let mut sorted = GpuSolver::new(&ctx, &world).unwrap();
+            let contacts = |s: &mut GpuSolver| s.contacts_stages.as_mut().unwrap().pair_ranks;
+            assert!(contacts(&mut ranked), "a world of 305 bodies puts its pairs in order by ranks");
+            sorted.contacts_stages.as_mut().unwrap().pair_ranks = false;
+            // Four radix passes of three dispatches, against five, or one.
+            let fewer = if fused { 11 } else { 7 };
+            assert_eq!(sorted.dispatches_per_step(), ranked.dispatches_per_step() + fewer, "fused {fused}");
+            let mut large = 0;
+            for step in 0..60 {
+                ranked.step();
+                sorted.step();
+                if step % 10 == 9 {
+                    let pairs = ranked.candidate_pairs().unwrap();
+                    assert_eq!(pairs, sorted.candidate_pairs().unwrap(), "fused {fused}, step {step}");
+                    assert!(pairs.windows(2).all(|w| w[0] < w[1]), "fused {fused}, step {step}: not in (a, b) order");
+                    large = large.max(pairs.iter().filter(|p| p[0] < 5).count());
+                }
             }
+            assert!(large > 50, "the floor and walls are the first body of {large} pairs");
+            assert!(!contacts(&mut sorted), "the buffers grew, and the sorted run ranked its pairs");
+            let bits = |s: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&s.raw_bodies().unwrap()).to_vec();
+            assert!(bits(&mut ranked) == bits(&mut sorted), "fused {fused}: the states differ");
         }
-        assert!(large > 50, "the floor and walls are the first body of {large} pairs");
-        assert!(!contacts(&mut sorted), "the buffers grew, and the sorted run ranked its pairs");
-        let bits = |s: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&s.raw_bodies().unwrap()).to_vec();
-        assert!(bits(&mut ranked) == bits(&mut sorted), "the states differ");
     }
 
     #[test]
