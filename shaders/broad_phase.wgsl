@@ -10,12 +10,10 @@ fn aabb_max(i: u32) -> vec3<f32> {
     return vec3<f32>(bitcast<f32>(work[w]), bitcast<f32>(work[w + 1u]), bitcast<f32>(work[w + 2u]));
 }
 
-// Per pair of last step: the pair and the face that kept it apart, kept where this step's
+// Pair `p` of last step: the pair and the face that kept it apart, kept where this step's
 // narrow phase looks them up (the pair list and the faces are rewritten before it), with
 // their count first. Twin of the CPU's `previous_separated`.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn keep_faces(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let p = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+fn keep_face(p: u32) {
     let count = work[0];
     if p == 0u {
         work[work_layout.previous_pairs] = count;
@@ -50,16 +48,23 @@ fn previous_face(a: u32, b: u32) -> u32 {
     return NO_FACE;
 }
 
-// Per body: the AABB of its core points swept by its radius, grown by half the speculative
+// The contact stages' first dispatch, a thread per pair slot or body, whichever are more: last
+// step's pairs kept (`keep_face`), and each body begun (`begin_body`). The two touch different
+// words.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
+    keep_face(k);
+    if k < params.body_count {
+        begin_body(k);
+    }
+}
+
+// Body `i`: the AABB of its core points swept by its radius, grown by half the speculative
 // distance and by how far it can travel in a step, with its spin margin (min's w) and its
 // bounding sphere's radius about the centre (max's w, the CPU's `shape_reach` plus the radius);
 // the per-body counters cleared.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn contacts_begin(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    if i >= params.body_count {
-        return;
-    }
+fn begin_body(i: u32) {
     let b = bodies[i];
     let sh = shapes[props[i].shape];
     var lo = vec3<f32>(3.4028235e38);
@@ -244,10 +249,14 @@ fn grid_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn grid_write(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let k = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
-    let n = params.body_count;
-    if k >= n {
-        return;
+    if k < params.body_count {
+        write_item(k);
     }
+}
+
+// Sorted grid item `k`'s pairs from its offset, if they fit.
+fn write_item(k: u32) {
+    let n = params.body_count;
     let capacity = work_layout.pair_capacity;
     let start = work[work_layout.pair_counts + k];
     let end = work[work_layout.pair_counts + k + 1u];
@@ -348,11 +357,27 @@ fn rank_pair(p: u32) {
 // allows (at most 1,024).
 override FUSED_SIZE: u32 = 256u;
 
-// With `SolverSettings::gpu_fused_sweeps`, the ranks' five dispatches in one workgroup: the
-// counts, their scan (shaders/scan_one.wgsl), the placing and the ranks, each phase swept by all
-// the workgroup's threads with a barrier after it. The same list.
+var<workgroup> pairs_found: u32;
+
+// With `SolverSettings::gpu_fused_sweeps`, after `grid_pairs`, in one workgroup: the pairs'
+// count (`finish_pairs`), in a step whose pairs overflowed the list its scan and `grid_write`,
+// then the ranks' five phases (the counts, their scan in shaders/scan_one.wgsl, the placing and
+// the ranks), each phase swept by all the workgroup's threads with a barrier after it. Eight
+// dispatches become one, with the same list.
 @compute @workgroup_size(FUSED_SIZE)
 fn pairs_fused(@builtin(local_invocation_index) t: u32) {
+    if t == 0u {
+        pairs_found = finish_pairs();
+    }
+    storageBarrier();
+    if workgroupUniformLoad(&pairs_found) > work_layout.pair_capacity {
+        scan_in_workgroup(work_layout.pair_counts, params.body_count, t, FUSED_SIZE);
+        storageBarrier();
+        for (var k = t; k < params.body_count; k += FUSED_SIZE) {
+            write_item(k);
+        }
+        storageBarrier();
+    }
     let pairs = work[0];
     for (var p = t; p < pairs; p += FUSED_SIZE) {
         count_pair(p);

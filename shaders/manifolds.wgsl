@@ -822,24 +822,16 @@ fn write_grid(slot: u32, groups: u32) {
     args[work_layout.args + 3u * slot + 2u] = grid.z;
 }
 
-// One thread, after `grid_pairs`: the pair count into the header (what did not fit is counted
-// for the host to grow the list), the large bodies' count (word 5, for `grid_write`), the
-// arguments of `grid_write` (the body grid in a step whose pairs overflowed the list, none
-// otherwise; in the slot after the buckets' and the Jacobi gather's), and the counters zeroed
-// for the next step.
+// One thread, after `grid_pairs`: `finish_pairs`, and the arguments of `grid_write` (the body
+// grid in a step whose pairs overflowed the list, none otherwise; in the slot after the
+// buckets' and the Jacobi gather's).
 @compute @workgroup_size(1)
 fn grid_finish() {
-    let total = atomicLoad(&counters[pair_counter(params.body_count)]);
-    work[0] = min(total, work_layout.pair_capacity);
-    work[2] = total;
-    work[5] = atomicLoad(&counters[large_counter(params.body_count)]);
     var groups = 0u;
-    if total > work_layout.pair_capacity {
+    if finish_pairs() > work_layout.pair_capacity {
         groups = (params.body_count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
     }
     write_grid(work_layout.buckets + 1u, groups);
-    atomicStore(&counters[pair_counter(params.body_count)], 0u);
-    atomicStore(&counters[large_counter(params.body_count)], 0u);
 }
 
 // Per dynamic body: how many overflow manifolds touch it (the Jacobi mass split).

@@ -20,3 +20,17 @@ fn pair_margin(a: Body, b: Body, spin_a: f32, spin_b: f32) -> f32 {
     let closing = max(length3(b.linear_velocity - a.linear_velocity), alone);
     return params.speculative_distance + params.dt * closing + (spin_a + spin_b);
 }
+
+// After `grid_pairs`, by one thread: the pair count into the header (at most the list's
+// capacity; word 2 counts what did not fit, for the host to grow the list), the large bodies'
+// count (word 5, for `grid_write`), and the counters zeroed for the next step. Returns the pairs
+// the grid found.
+fn finish_pairs() -> u32 {
+    let total = atomicLoad(&counters[pair_counter(params.body_count)]);
+    work[0] = min(total, work_layout.pair_capacity);
+    work[2] = total;
+    work[5] = atomicLoad(&counters[large_counter(params.body_count)]);
+    atomicStore(&counters[pair_counter(params.body_count)], 0u);
+    atomicStore(&counters[large_counter(params.body_count)], 0u);
+    return total;
+}

@@ -267,25 +267,31 @@ fn box_columns(
 /// neighbours want more than the 1,024 pairs the list starts with at one a body
 /// (`gpu_contacts_per_body`). Which pairs an atomic counter let in was a race, and the runs
 /// parted for good at that step (`grid_write` now writes the list again, whole grid items in
-/// order, when it overflowed).
+/// order, when it overflowed). With the fused sweeps, `pairs_fused` writes the list again in
+/// its one workgroup: the same states as the dispatches apart.
 #[test]
 fn gpu_reruns_are_bit_identical_when_the_pair_list_overflows() {
     let Some(ctx) = common::gpu() else { return };
-    let mut desc = signorini::scenes::bench_desc();
-    desc.solver.gpu_contacts_per_body = 1;
-    let world = box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |_| 0.0);
-    let run = || {
+    let run = |fused: bool| {
+        let mut desc = signorini::scenes::bench_desc();
+        desc.solver.gpu_contacts_per_body = 1;
+        desc.solver.gpu_fused_sweeps = fused;
+        let world = box_columns(desc, 400, Vec3::new(-2.0, 0.3, -2.0), Vec2::splat(0.5), 5, |_| 0.0);
         let mut gpu = GpuSolver::new(ctx, &world).unwrap();
         let mut dropped = 0;
         for _ in 0..12 {
             gpu.step();
             dropped += gpu.stats().unwrap().dropped;
         }
-        (bytemuck::cast_slice::<_, u8>(&gpu.raw_bodies().unwrap()).to_vec(), dropped)
+        let bits = bytemuck::cast_slice::<_, u8>(&gpu.raw_bodies().unwrap()).to_vec();
+        (bits, dropped, gpu.body_states().unwrap())
     };
-    let ((a, dropped), (b, _)) = (run(), run());
+    let ((a, dropped, states), (b, _, _)) = (run(false), run(false));
     assert!(dropped > 0, "the pair list never overflowed");
     assert!(a == b, "GPU states differ between two runs");
+    let (_, fused_dropped, fused) = run(true);
+    assert!(fused_dropped > 0, "the fused run's pair list never overflowed");
+    common::assert_gpu_runs_agree(ctx, &fused, &states, "fused or not, through an overflow", 1e-5, 1e-4);
 }
 
 /// Contact buffers that grow give the bits of buffers large enough from the start: 1,280
@@ -919,7 +925,10 @@ fn gpu_passes_fused_or_per_color_agree() {
             let prepares = if prepared { 2 } else { 0 };
             s.substeps * (1 + 1 + sweeps * (s.max_colors + 2) + 1 + prepares - 1)
         };
-        assert_eq!(dispatches - fused_dispatches, fewer + coloring, "prepared {prepared}, bouncy {bouncy}");
+        // After the grid's pairs, the count, the scan and the writing again (for an overflow),
+        // and the ranks' 4 and their scan, become one.
+        let pairs = (1 + 1 + 1) + (4 + 1) - 1;
+        assert_eq!(dispatches - fused_dispatches, fewer + coloring + pairs, "prepared {prepared}, bouncy {bouncy}");
         let what = format!("fused or not, prepared {prepared}, bouncy {bouncy}");
         common::assert_gpu_runs_agree(ctx, &a, &b, &what, 1e-5, 1e-4);
         if ctx.adapter().software {

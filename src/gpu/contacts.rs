@@ -29,7 +29,6 @@ pub(crate) struct Shared<'a> {
 }
 
 struct Pipelines {
-    keep_faces: wgpu::ComputePipeline,
     contacts_begin: wgpu::ComputePipeline,
     count_pairs: wgpu::ComputePipeline,
     write_pairs: wgpu::ComputePipeline,
@@ -117,6 +116,8 @@ pub(crate) struct GpuContacts {
     pub pair_ranks: bool,
     pipelines: Pipelines,
     body_grid: (u32, u32),
+    /// A thread per pair slot and per body (`contacts_begin`).
+    begin_grid: (u32, u32),
     pair_grid: (u32, u32),
     manifold_grid: (u32, u32),
     /// A thread per manifold and per body (`prepare_manifolds`).
@@ -438,7 +439,6 @@ impl GpuContacts {
             kernels::pipeline_with(device, modules, &[&solve_layout], "solve_contacts", entry, &prepared_passes)
         };
         let pipelines = Pipelines {
-            keep_faces: p(&pairs_layout, "broad_phase", "keep_faces"),
             contacts_begin: p(&pairs_layout, "broad_phase", "contacts_begin"),
             count_pairs: p(&pairs_layout, "broad_phase", "count_pairs"),
             write_pairs: p(&pairs_layout, "broad_phase", "write_pairs"),
@@ -522,6 +522,7 @@ impl GpuContacts {
             pair_ranks: n <= PAIR_RANK_BODIES && pair_capacity <= PAIR_RANK_PAIRS && layout.pairs_raw == layout.pairs,
             pipelines,
             body_grid: dispatch_grid(n, WORKGROUP_SIZE),
+            begin_grid: dispatch_grid(n.max(pair_capacity), WORKGROUP_SIZE),
             pair_grid: dispatch_grid(pair_capacity, WORKGROUP_SIZE),
             manifold_grid: dispatch_grid(manifold_capacity, WORKGROUP_SIZE),
             prepare_grid: dispatch_grid(manifold_capacity.max(n), WORKGROUP_SIZE),
@@ -542,8 +543,7 @@ impl GpuContacts {
         let p = &self.pipelines;
         marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        kernels::dispatch(pass, marks, "keep_faces", &p.keep_faces, self.pair_grid);
-        kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.body_grid);
+        kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.begin_grid);
         let l = &self.layout;
         if l.brute_force != 0 {
             kernels::dispatch(pass, marks, "count_pairs", &p.count_pairs, self.body_grid);
@@ -557,31 +557,11 @@ impl GpuContacts {
             pass.set_bind_group(0, &self.pairs_group, &[]);
             kernels::dispatch(pass, marks, "grid_cells", &p.grid_cells, self.body_grid);
             kernels::dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
-            pass.set_bind_group(0, &self.manifold_groups[parity], &[0]);
-            kernels::dispatch(pass, marks, "grid_finish", &p.grid_finish, (1, 1));
-            // Only when the pairs overflowed (`grid_finish` sizes it): the list again, whole
-            // items in grid order, so that which pairs fit is no race.
-            self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
-            pass.set_bind_group(0, &self.pairs_group, &[]);
-            marks.dispatch(pass, "grid_write");
-            pass.push_debug_group("grid_write");
-            pass.set_pipeline(&p.grid_write);
-            pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
-            pass.pop_debug_group();
             if let Some(fused) = p.pairs_fused.as_ref().filter(|_| self.pair_ranks) {
+                // The count, the list written again where it overflowed, and the ranks.
                 kernels::dispatch(pass, marks, "pairs_fused", fused, (1, 1));
-            } else if self.pair_ranks {
-                kernels::dispatch(pass, marks, "pair_count", &p.pair_count, self.pair_grid);
-                kernels::dispatch(pass, marks, "pair_starts", &p.pair_starts, self.body_grid);
-                scan.record(pass, marks, "scan_pair_starts", scan_group, SCAN_PAIRS, l.body_count);
-                pass.set_bind_group(0, &self.pairs_group, &[]);
-                kernels::dispatch(pass, marks, "pair_place", &p.pair_place, self.pair_grid);
-                kernels::dispatch(pass, marks, "pair_rank", &p.pair_rank, self.pair_grid);
             } else {
-                let (first, passes) = (self.cell_passes, self.pair_passes);
-                let pairs = (scan, scan_group, SCAN_PAIR_SORT);
-                self.radix.record(pass, marks, "pair_sort", &self.radix_group, first, passes, l.pair_capacity, pairs);
-                pass.set_bind_group(0, &self.pairs_group, &[]);
+                self.record_pair_order(pass, marks, parity);
             }
         }
         marks.mark(pass, Stage::NarrowPhase);
@@ -626,6 +606,37 @@ impl GpuContacts {
         kernels::dispatch(pass, marks, "jacobi_split", &p.jacobi_split, self.body_grid);
     }
 
+    /// Records what follows `grid_pairs` in dispatches apart: the count (`grid_finish`), in a
+    /// step whose pairs overflowed the list that list again (whole items in grid order, so that
+    /// which pairs fit is no race; `grid_write`, sized by `grid_finish`), then the pairs in
+    /// `(a, b)` order by ranks or by the radix sort.
+    fn record_pair_order(&self, pass: &mut wgpu::ComputePass, marks: &mut Marks, parity: usize) {
+        let (p, l) = (&self.pipelines, &self.layout);
+        let (scan, scan_group) = (&self.scan, &self.scan_group);
+        pass.set_bind_group(0, &self.manifold_groups[parity], &[0]);
+        kernels::dispatch(pass, marks, "grid_finish", &p.grid_finish, (1, 1));
+        scan.record(pass, marks, "scan_pairs", scan_group, SCAN_PAIRS, l.body_count);
+        pass.set_bind_group(0, &self.pairs_group, &[]);
+        marks.dispatch(pass, "grid_write");
+        pass.push_debug_group("grid_write");
+        pass.set_pipeline(&p.grid_write);
+        pass.dispatch_workgroups_indirect(&self.args, 12 * (l.buckets as u64 + 1));
+        pass.pop_debug_group();
+        if self.pair_ranks {
+            kernels::dispatch(pass, marks, "pair_count", &p.pair_count, self.pair_grid);
+            kernels::dispatch(pass, marks, "pair_starts", &p.pair_starts, self.body_grid);
+            scan.record(pass, marks, "scan_pair_starts", scan_group, SCAN_PAIRS, l.body_count);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+            kernels::dispatch(pass, marks, "pair_place", &p.pair_place, self.pair_grid);
+            kernels::dispatch(pass, marks, "pair_rank", &p.pair_rank, self.pair_grid);
+        } else {
+            let (first, passes) = (self.cell_passes, self.pair_passes);
+            let pairs = (scan, scan_group, SCAN_PAIR_SORT);
+            self.radix.record(pass, marks, "pair_sort", &self.radix_group, first, passes, l.pair_capacity, pairs);
+            pass.set_bind_group(0, &self.pairs_group, &[]);
+        }
+    }
+
     /// Dispatches [`Self::record_detection`] records (mirrors it).
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
@@ -633,17 +644,14 @@ impl GpuContacts {
         let pairs = if l.brute_force != 0 {
             2 + scan(l.body_count)
         } else {
-            Radix::dispatches(self.cell_passes, l.body_count, &self.scan)
-                + 3
-                + scan(l.body_count)
-                + 1
-                + if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
-                    1
-                } else if self.pair_ranks {
-                    4 + scan(l.body_count)
-                } else {
-                    Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
-                }
+            let order = if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
+                1
+            } else if self.pair_ranks {
+                1 + scan(l.body_count) + 1 + 4 + scan(l.body_count)
+            } else {
+                1 + scan(l.body_count) + 1 + Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
+            };
+            Radix::dispatches(self.cell_passes, l.body_count, &self.scan) + 2 + order
         };
         let flags = scan(l.pair_capacity);
         let coloring = if self.pipelines.coloring_fused.is_some() {
@@ -653,7 +661,7 @@ impl GpuContacts {
             let rounds = if self.rounds == 0 { 0 } else { 4 + 3 * self.rounds };
             (2 + adjacency + 2) + rounds + (1 + buckets + 3)
         };
-        2 + pairs + (2 + flags + 1) + coloring
+        1 + pairs + (2 + flags + 1) + coloring
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the
@@ -776,7 +784,7 @@ impl GpuContacts {
 
     /// Records the copies that carry what the next step reads of the last one from these
     /// stages into `into`, their grown successor: the header (last step's counts), last
-    /// step's pairs and the faces that kept them apart (`keep_faces`), and its manifolds, in
+    /// step's pairs and the faces that kept them apart (`keep_face`), and its manifolds, in
     /// the buffer of parity `previous` (warm starting, recycling, the coloring's seed). The
     /// next step then runs as it would have in buffers that were large enough from the start.
     /// The copies run on the GPU, in queue order: nothing waits.
