@@ -115,6 +115,68 @@ fn begin_body(i: u32) {
     }
 }
 
+// Threads of the one workgroup of the fused stages: a pipeline constant, set to what the device
+// allows (at most 1,024).
+override FUSED_SIZE: u32 = 256u;
+
+// With `SolverSettings::gpu_fused_sweeps`, in a world small enough (`GpuContacts::new`), the
+// broad phase up to its pairs in one workgroup, each phase swept by all its threads with a
+// barrier after it: `contacts_begin` for every pair slot and body; the grid items sorted by
+// (key, body) by counting, each key's items counted in `counters` (after the broad phase's),
+// the counts scanned (shaders/scan_one.wgsl) in `radix_histogram`, each item placed in its
+// key's run by taking its count back down (which leaves the counters at zero for the next
+// step) and each run put in order of body (an insertion sort; a run holds a body or a few);
+// then where each hash's items start (`grid_cells`). The radix sort's list, and the same words
+// `grid_cells` writes: ten dispatches become one.
+@compute @workgroup_size(FUSED_SIZE)
+fn cells_fused(@builtin(local_invocation_index) t: u32) {
+    let n = params.body_count;
+    let slots = max(n, work_layout.pair_capacity);
+    for (var k = t; k < slots; k += FUSED_SIZE) {
+        keep_face(k);
+        if k < n {
+            begin_body(k);
+        }
+    }
+    storageBarrier();
+    // The hashes and the large key.
+    let keys = large_key() + 1u;
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        atomicAdd(&counters[cell_counter(n, work[work_layout.cells + 2u * i])], 1u);
+    }
+    storageBarrier();
+    for (var key = t; key < keys; key += FUSED_SIZE) {
+        work[work_layout.radix_histogram + key] = atomicLoad(&counters[cell_counter(n, key)]);
+    }
+    storageBarrier();
+    scan_in_workgroup(work_layout.radix_histogram, keys, t, FUSED_SIZE);
+    storageBarrier();
+    for (var i = t; i < n; i += FUSED_SIZE) {
+        let key = work[work_layout.cells + 2u * i];
+        let slot = work[work_layout.radix_histogram + key] + atomicSub(&counters[cell_counter(n, key)], 1u) - 1u;
+        work[work_layout.cells_sorted + 2u * slot] = key;
+        work[work_layout.cells_sorted + 2u * slot + 1u] = i;
+    }
+    storageBarrier();
+    for (var key = t; key < keys; key += FUSED_SIZE) {
+        let start = work[work_layout.radix_histogram + key];
+        let end = work[work_layout.radix_histogram + key + 1u];
+        let items = work_layout.cells_sorted + 1u;
+        for (var k = start + 1u; k < end; k++) {
+            let v = work[items + 2u * k];
+            var j = k;
+            while j > start && work[items + 2u * (j - 1u)] > v {
+                work[items + 2u * j] = work[items + 2u * (j - 1u)];
+                j -= 1u;
+            }
+            work[items + 2u * j] = v;
+        }
+        if key < large_key() && end > start {
+            work[work_layout.cell_start + key] = start;
+        }
+    }
+}
+
 // The broad-phase grid, twin of `GridSpec` in src/cpu/contacts.rs.
 const NO_CELL: u32 = 0xffffffffu;
 
@@ -352,10 +414,6 @@ fn rank_pair(p: u32) {
         atomicStore(&counters[params.body_count + a], 0u);
     }
 }
-
-// Threads of the one workgroup of the fused ranks: a pipeline constant, set to what the device
-// allows (at most 1,024).
-override FUSED_SIZE: u32 = 256u;
 
 var<workgroup> pairs_found: u32;
 

@@ -286,6 +286,11 @@ fn large_counter(body_count: u32) -> u32 {
     return 2u * body_count + 1u;
 }
 
+// The fused cell sort's counter of grid key `key` (`cells_fused`), after the broad phase's.
+fn cell_counter(body_count: u32, key: u32) -> u32 {
+    return 2u * body_count + 2u + key;
+}
+
 // Indirect dispatch arguments for `groups` workgroups, laid out as `dispatch_grid` lays them (a
 // second dimension once one would pass MAX_WORKGROUPS_PER_DIMENSION).
 fn grid_args(groups: u32) -> vec3<u32> {

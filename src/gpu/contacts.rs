@@ -43,6 +43,9 @@ struct Pipelines {
     pair_rank: wgpu::ComputePipeline,
     /// The ranks' dispatches in one workgroup, with the fused sweeps.
     pairs_fused: Option<wgpu::ComputePipeline>,
+    /// The broad phase up to the grid's pairs in one workgroup, with the fused sweeps in a
+    /// world of at most 8,192 bodies on the grid ([`GpuContacts::new`]).
+    cells_fused: Option<wgpu::ComputePipeline>,
     collide_pairs: wgpu::ComputePipeline,
     recycle_pairs: wgpu::ComputePipeline,
     compact_manifolds: wgpu::ComputePipeline,
@@ -196,6 +199,11 @@ impl GpuContacts {
     ) -> Result<Self> {
         let n = params.body_count;
         let buckets = params.max_colors + 1;
+        // With the fused sweeps, a small world's broad phase up to its pairs is one workgroup's
+        // dispatch (`cells_fused`), as its pairs' ranks are.
+        let cells_fused = fused_size.is_some() && !grid.brute_force && n <= PAIR_RANK_BODIES;
+        // The grid's keys: the hashes and the large key.
+        let grid_keys = grid.hash_mask + 2;
         // Groups of the buckets' histogram: workgroups of STATS_WORKGROUP_SIZE manifolds, or the
         // fused coloring's threads, each with a run of manifolds.
         let histogram_groups = fused_size.unwrap_or(manifold_capacity.div_ceil(STATS_WORKGROUP_SIZE));
@@ -233,7 +241,8 @@ impl GpuContacts {
             cells: region(2 * n),
             cell_start: region(grid.hash_mask + 1),
             large: region(n),
-            radix_histogram: region(Radix::histogram_words(n.max(pair_capacity))),
+            // The radix sorts' histograms, or the fused cell sort's offsets by key.
+            radix_histogram: region(Radix::histogram_words(n.max(pair_capacity)).max(grid_keys + 1)),
             faces: region(pair_capacity),
             previous_pairs: region(1 + 2 * pair_capacity),
             previous_faces: region(pair_capacity),
@@ -264,7 +273,8 @@ impl GpuContacts {
         let (pair_plan, pairs_sorted) =
             Radix::plan(layout.pairs_raw, other, 0, pair_capacity, layout.radix_histogram, &pair_keys);
         debug_assert_eq!(pairs_sorted, layout.pairs);
-        layout.cells_sorted = cells_sorted;
+        // The fused cell sort places the items from `cells` into the other region.
+        layout.cells_sorted = if cells_fused { cells_scratch } else { cells_sorted };
         let scans = [
             (SCAN_PAIRS, layout.pair_counts, n),
             (SCAN_FLAGS, layout.flags, pair_capacity),
@@ -307,8 +317,10 @@ impl GpuContacts {
             0
         };
         let prepared = make("prepared", prepared_bytes, readable)?;
-        // Per body two counters, then the raw pair count and the large-body count.
-        let counters = make("counters", 8 * n as u64 + 8, storage)?;
+        // Per body two counters, then the raw pair count and the large-body count, then for the
+        // fused cell sort one per grid key.
+        let cell_counters = if cells_fused { grid_keys } else { 0 };
+        let counters = make("counters", 4 * (2 * n as u64 + 2 + cell_counters as u64), storage)?;
         let header_readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("header_readback"),
             size: 4 * HEADER as u64,
@@ -450,6 +462,10 @@ impl GpuContacts {
             pair_starts: p(&pairs_layout, "broad_phase", "pair_starts"),
             pair_place: p(&pairs_layout, "broad_phase", "pair_place"),
             pair_rank: p(&pairs_layout, "broad_phase", "pair_rank"),
+            cells_fused: fused_size.filter(|_| cells_fused).map(|size| {
+                let constants = [("FUSED_SIZE", f64::from(size))];
+                kernels::pipeline_with(device, modules, &[&pairs_layout], "broad_phase", "cells_fused", &constants)
+            }),
             pairs_fused: fused_size.map(|size| {
                 let constants = [("FUSED_SIZE", f64::from(size))];
                 kernels::pipeline_with(device, modules, &[&pairs_layout], "broad_phase", "pairs_fused", &constants)
@@ -543,14 +559,23 @@ impl GpuContacts {
         let p = &self.pipelines;
         marks.mark(pass, Stage::BroadPhase);
         pass.set_bind_group(0, &self.pairs_group, &[]);
-        kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.begin_grid);
         let l = &self.layout;
-        if l.brute_force != 0 {
+        if let Some(fused) = &p.cells_fused {
+            kernels::dispatch(pass, marks, "cells_fused", fused, (1, 1));
+            kernels::dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
+            if let Some(fused) = p.pairs_fused.as_ref().filter(|_| self.pair_ranks) {
+                kernels::dispatch(pass, marks, "pairs_fused", fused, (1, 1));
+            } else {
+                self.record_pair_order(pass, marks, parity);
+            }
+        } else if l.brute_force != 0 {
+            kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.begin_grid);
             kernels::dispatch(pass, marks, "count_pairs", &p.count_pairs, self.body_grid);
             self.scan.record(pass, marks, "scan_pairs", &self.scan_group, SCAN_PAIRS, l.body_count);
             pass.set_bind_group(0, &self.pairs_group, &[]);
             kernels::dispatch(pass, marks, "write_pairs", &p.write_pairs, self.body_grid);
         } else {
+            kernels::dispatch(pass, marks, "contacts_begin", &p.contacts_begin, self.begin_grid);
             let (scan, scan_group) = (&self.scan, &self.scan_group);
             let cells = (scan, scan_group, SCAN_CELLS);
             self.radix.record(pass, marks, "cell_sort", &self.radix_group, 0, self.cell_passes, l.body_count, cells);
@@ -641,17 +666,20 @@ impl GpuContacts {
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
         let scan = |len| self.scan.dispatches(len);
-        let pairs = if l.brute_force != 0 {
-            2 + scan(l.body_count)
+        let order = if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
+            1
+        } else if self.pair_ranks {
+            1 + scan(l.body_count) + 1 + 4 + scan(l.body_count)
         } else {
-            let order = if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
-                1
-            } else if self.pair_ranks {
-                1 + scan(l.body_count) + 1 + 4 + scan(l.body_count)
-            } else {
-                1 + scan(l.body_count) + 1 + Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
-            };
-            Radix::dispatches(self.cell_passes, l.body_count, &self.scan) + 2 + order
+            1 + scan(l.body_count) + 1 + Radix::dispatches(self.pair_passes, l.pair_capacity, &self.scan)
+        };
+        let pairs = if l.brute_force != 0 {
+            1 + 2 + scan(l.body_count)
+        } else if self.pipelines.cells_fused.is_some() {
+            // The cells, the grid's pairs, their order.
+            1 + 1 + order
+        } else {
+            1 + Radix::dispatches(self.cell_passes, l.body_count, &self.scan) + 2 + order
         };
         let flags = scan(l.pair_capacity);
         let coloring = if self.pipelines.coloring_fused.is_some() {
@@ -661,7 +689,7 @@ impl GpuContacts {
             let rounds = if self.rounds == 0 { 0 } else { 4 + 3 * self.rounds };
             (2 + adjacency + 2) + rounds + (1 + buckets + 3)
         };
-        1 + pairs + (2 + flags + 1) + coloring
+        pairs + (2 + flags + 1) + coloring
     }
 
     /// Dispatches one [`Self::record_pass`] of kind `which` records: for the warm start the

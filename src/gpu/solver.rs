@@ -1021,9 +1021,35 @@ mod tests {
                 }
             }
             assert!(large > 50, "the floor and walls are the first body of {large} pairs");
+            grid_items_are_sorted(&ranked, fused);
             assert!(!contacts(&mut sorted), "the buffers grew, and the sorted run ranked its pairs");
             let bits = |s: &mut GpuSolver| bytemuck::cast_slice::<_, u8>(&s.raw_bodies().unwrap()).to_vec();
             assert!(bits(&mut ranked) == bits(&mut sorted), "fused {fused}: the states differ");
+        }
+    }
+
+    /// The grid's items after a step, sorted by the radix sort or (fused) by counting: every
+    /// body once, in (key, body) order, and each hash's items starting where `cell_start` says
+    /// (`NO_CELL` for the hashes of no body).
+    fn grid_items_are_sorted(solver: &GpuSolver, fused: bool) {
+        let contacts = solver.contacts_stages.as_ref().unwrap();
+        let l = contacts.layout;
+        let read = |at: u32, count: u32| contacts.read_words(&solver.device, &solver.queue, at, count).unwrap();
+        let items = read(l.cells_sorted, 2 * l.body_count);
+        let items: Vec<[u32; 2]> = items.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+        assert!(items.windows(2).all(|w| w[0] < w[1]), "fused {fused}: grid items not in (key, body) order");
+        let mut bodies: Vec<u32> = items.iter().map(|i| i[1]).collect();
+        bodies.sort_unstable();
+        assert!(bodies.iter().copied().eq(0..l.body_count), "fused {fused}: not every body once");
+        let starts = read(l.cell_start, l.hash_mask + 1);
+        let shared = items.windows(2).filter(|w| w[0][0] == w[1][0] && w[0][0] <= l.hash_mask).count();
+        assert!(
+            shared > 10,
+            "fused {fused}: only {shared} grid cells hold two bodies: the order within one is untested"
+        );
+        for (key, &start) in starts.iter().enumerate() {
+            let first = items.iter().position(|i| i[0] == key as u32).map_or(u32::MAX, |k| k as u32);
+            assert_eq!(start, first, "fused {fused}: where hash {key} starts");
         }
     }
 
