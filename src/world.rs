@@ -138,17 +138,20 @@ pub struct SolverSettings {
     /// (of [`max_colors`](Self::max_colors)), one for the overflow and one for the gather: 14
     /// dispatches a pass become 1 at the default 12 colors. The joints' sweeps (warm start,
     /// solve, relax) likewise: one dispatch each instead of one per joint color; and the
-    /// coloring's phases and rounds, one dispatch instead of `4 + 3 ×`
-    /// [`coloring_rounds`](Self::coloring_rounds). In a world of bodies and their contacts
-    /// alone (no joints, static colliders or particles, nothing that can bounce), each whole
-    /// substep is one such dispatch: the velocities, the warm start, the sweeps, the positions
-    /// (the GPU's stage times then count the integration in the solve). A small world's step
-    /// is mostly dispatches (about 238 of them, 4.4 of a 5.2 ms step in a pile of 1,000 boxes
-    /// on an H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a small
-    /// world's colors; a large world wants the whole device for each color. A pile of 1,000
-    /// boxes records 38 dispatches a step instead of 297. Default false: untimed on a GPU. The
-    /// same bits either way (the same work per body and manifold, in the same order). The CPU
-    /// solver ignores it.
+    /// whole coloring stage (the adjacency, the coloring's phases and rounds, the buckets, the
+    /// Jacobi split), one dispatch instead of `14 + 3 ×`
+    /// [`coloring_rounds`](Self::coloring_rounds). In a world of at most 8,192 bodies, the
+    /// broad phase before the grid's pairs (the beginning, the cell sort, the cells' starts)
+    /// is one dispatch, and the pairs' count and order another. In a world of bodies and their
+    /// contacts alone (no joints, static colliders or particles, nothing that can bounce),
+    /// each whole substep is one such dispatch: the velocities, the warm start, the sweeps,
+    /// the positions (the GPU's stage times then count the integration in the solve). A small
+    /// world's step is mostly dispatches (about 238 of them, 4.4 of a 5.2 ms step in a pile of
+    /// 1,000 boxes on an H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a
+    /// small world's colors; a large world wants the whole device for each color. A pile of
+    /// 1,000 boxes records 13 dispatches a step instead of 296. Default false: untimed on a
+    /// GPU. The same bits either way (the same work per body and manifold, in the same order,
+    /// and the same sorted lists). The CPU solver ignores it.
     pub gpu_fused_sweeps: bool,
     /// Pairs and manifolds a body the GPU solver's contact buffers start with room for (at
     /// least 1,024 of each in all, at most what the device's bindings allow). The buffers grow
