@@ -625,6 +625,20 @@ fn warm_start_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     warm_start_body(body);
 }
 
+// `integrate_velocities` and `warm_start_gather` in one dispatch, where nothing can bounce (the
+// bouncing manifolds' work reads the velocities between the two): each dynamic body's velocity
+// integrated, then its warm start gathered. A thread writes only its own body's velocities, and
+// the gather reads no other body's (only their poses, which neither changes).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn warm_start_integrate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let body = thread_of(wid, nwg, lid);
+    if body >= params.body_count || !is_dynamic(body) {
+        return;
+    }
+    integrate_velocity(body);
+    warm_start_body(body);
+}
+
 // `warm_start_gather`'s work for dynamic body `body`.
 fn warm_start_body(body: u32) {
     var motion = pass_motion(body, 1.0);

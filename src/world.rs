@@ -149,7 +149,7 @@ pub struct SolverSettings {
     /// world's step is mostly dispatches (about 238 of them, 4.4 of a 5.2 ms step in a pile of
     /// 1,000 boxes on an H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a
     /// small world's colors; a large world wants the whole device for each color. A pile of
-    /// 1,000 boxes records 13 dispatches a step instead of 296. Default false: untimed on a
+    /// 1,000 boxes records 13 dispatches a step instead of 292. Default false: untimed on a
     /// GPU. The same bits either way (the same work per body and manifold, in the same order,
     /// and the same sorted lists). The CPU solver ignores it.
     pub gpu_fused_sweeps: bool,

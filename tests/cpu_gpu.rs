@@ -921,9 +921,10 @@ fn gpu_passes_fused_or_per_color_agree() {
             // Each pass's colors, overflow and gather become one.
             (s.substeps * sweeps + 1) * (s.max_colors + 2 - 1)
         } else {
-            // The velocities, the gather, the sweeps, the positions and the preparations.
+            // The velocities with the gather (`warm_start_integrate`, nothing bouncing), the
+            // sweeps, the positions and the preparations.
             let prepares = if prepared { 2 } else { 0 };
-            s.substeps * (1 + 1 + sweeps * (s.max_colors + 2) + 1 + prepares - 1)
+            s.substeps * (1 + sweeps * (s.max_colors + 2) + 1 + prepares - 1)
         };
         // After the grid's pairs, the count, the scan and the writing again (for an overflow),
         // and the ranks' 4 and their scan, become one.

@@ -69,6 +69,8 @@ struct Pipelines {
     /// The warm start: the bouncing manifolds' work, then the gather by body.
     warm_start_work: wgpu::ComputePipeline,
     warm_start_gather: wgpu::ComputePipeline,
+    /// The velocities' integration and the gather in one, where nothing bounces.
+    warm_start_integrate: wgpu::ComputePipeline,
     jacobi_gather: wgpu::ComputePipeline,
     manifold_stats: wgpu::ComputePipeline,
     /// Per sweep (solve, relax, restitution), the whole pass in one workgroup
@@ -489,6 +491,7 @@ impl GpuContacts {
             prepare_manifolds: v("prepare_manifolds"),
             warm_start_work: v("warm_start_work"),
             warm_start_gather: v("warm_start_gather"),
+            warm_start_integrate: v("warm_start_integrate"),
             sweeps: [
                 (v("solve_color"), v("jacobi_solve")),
                 (v("relax_color"), v("jacobi_relax")),
@@ -722,6 +725,15 @@ impl GpuContacts {
         pass.pop_debug_group();
     }
 
+    /// Whether the warm start ([`Self::record_pass`] of [`Pass::WarmStart`]) integrates the
+    /// velocities too (`warm_start_integrate`), so that the substep records no
+    /// `integrate_velocities`: where nothing can bounce, since the bouncing manifolds' work
+    /// reads the velocities after the integration and before the gather. Recorded after the
+    /// preparation, which reads no velocity.
+    pub fn integrates_velocities(&self) -> bool {
+        !self.bounces
+    }
+
     /// Dispatches of [`Self::record_prepare`]: one, or none.
     pub fn prepare_dispatches(&self) -> u32 {
         u32::from(self.prepared_passes)
@@ -736,7 +748,8 @@ impl GpuContacts {
         let ((colored, jacobi), name, labels) = match which {
             Pass::WarmStart => {
                 // For the positions at the substep's start; then by body (`warm_start_bodies`):
-                // the bouncing manifolds' work, then the gather.
+                // the bouncing manifolds' work, then the gather; or where nothing bounces the
+                // velocities' integration and the gather in one ([`Self::integrates_velocities`]).
                 self.record_prepare(pass, marks, parity);
                 pass.push_debug_group("warm_start");
                 pass.set_bind_group(0, group, &[0]);
@@ -744,9 +757,12 @@ impl GpuContacts {
                     marks.dispatch(pass, "warm_start_work");
                     pass.set_pipeline(&p.warm_start_work);
                     pass.dispatch_workgroups(self.manifold_grid.0.max(1), self.manifold_grid.1, 1);
+                    marks.dispatch(pass, "warm_start_gather");
+                    pass.set_pipeline(&p.warm_start_gather);
+                } else {
+                    marks.dispatch(pass, "warm_start_integrate");
+                    pass.set_pipeline(&p.warm_start_integrate);
                 }
-                marks.dispatch(pass, "warm_start_gather");
-                pass.set_pipeline(&p.warm_start_gather);
                 pass.dispatch_workgroups(self.body_grid.0.max(1), self.body_grid.1, 1);
                 pass.pop_debug_group();
                 return;

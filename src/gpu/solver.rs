@@ -560,6 +560,9 @@ impl GpuSolver {
             }
             let sweeps = p.iterations + if relax { p.relax_iterations } else { 0 };
             per_substep += c.pass_dispatches(ContactPass::WarmStart) + sweeps * c.pass_dispatches(ContactPass::Solve);
+            if c.integrates_velocities() {
+                per_substep -= 1;
+            }
             if relax {
                 per_substep += c.prepare_dispatches();
             }
@@ -614,9 +617,12 @@ impl GpuSolver {
                 c.record_substep(pass, marks, parity);
                 continue;
             }
-            bodies(pass);
-            marks.mark(pass, Stage::Integrate);
-            kernels::dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
+            // Where nothing bounces the contacts' warm start integrates the velocities too.
+            if !contacts.is_some_and(|c| c.integrates_velocities()) {
+                bodies(pass);
+                marks.mark(pass, Stage::Integrate);
+                kernels::dispatch(pass, marks, "integrate_velocities", &p.integrate_velocities, grid);
+            }
             marks.mark(pass, Stage::Solve);
             if let Some(c) = contacts {
                 c.record_pass(pass, marks, parity, ContactPass::WarmStart);
