@@ -125,9 +125,10 @@ override FUSED_SIZE: u32 = 256u;
 // (key, body) by counting, each key's items counted in `counters` (after the broad phase's),
 // the counts scanned (shaders/scan_one.wgsl) in `radix_histogram`, each item placed in its
 // key's run by taking its count back down (which leaves the counters at zero for the next
-// step) and each run put in order of body (an insertion sort; a run holds a body or a few);
+// step) and each run put in order of body (an insertion sort; a run holds a body or a few, but
+// the large bodies' run is placed by rank);
 // then where each hash's items start (`grid_cells`). The radix sort's list, and the same words
-// `grid_cells` writes: ten dispatches become one.
+// `grid_cells` writes: eight dispatches (with keys of 9 to 16 bits) become one.
 @compute @workgroup_size(FUSED_SIZE)
 fn cells_fused(@builtin(local_invocation_index) t: u32) {
     let n = params.body_count;
@@ -153,7 +154,19 @@ fn cells_fused(@builtin(local_invocation_index) t: u32) {
     storageBarrier();
     for (var i = t; i < n; i += FUSED_SIZE) {
         let key = work[work_layout.cells + 2u * i];
-        let slot = work[work_layout.radix_histogram + key] + atomicSub(&counters[cell_counter(n, key)], 1u) - 1u;
+        var slot = work[work_layout.radix_histogram + key] + atomicSub(&counters[cell_counter(n, key)], 1u) - 1u;
+        if key == large_key() {
+            // The large bodies' run, which may be long, straight into body order: each one's
+            // rank among them (so its insertion sort below finds it sorted).
+            let large_count = atomicLoad(&counters[large_counter(n)]);
+            var rank = 0u;
+            for (var s = 0u; s < large_count; s++) {
+                if work[work_layout.large + s] < i {
+                    rank += 1u;
+                }
+            }
+            slot = work[work_layout.radix_histogram + key] + rank;
+        }
         work[work_layout.cells_sorted + 2u * slot] = key;
         work[work_layout.cells_sorted + 2u * slot + 1u] = i;
     }

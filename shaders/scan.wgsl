@@ -120,8 +120,9 @@ fn scan_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 // takes at most SCAN_ONE_ITEMS elements (both in the generated header).
 override SCAN_ONE_SIZE: u32 = 256u;
 
-// The whole scan in one workgroup (shaders/scan_one.wgsl), for `len` at most
-// SCAN_ONE_SIZE * SCAN_ONE_ITEMS. `work[sums ..]` is not used.
+// The whole scan in one workgroup (shaders/scan_one.wgsl): one tile where `len` is at most
+// SCAN_ONE_SIZE * SCAN_ONE_ITEMS (as `Scan::record` uses it), tile after tile beyond.
+// `work[sums ..]` is not used.
 @compute @workgroup_size(SCAN_ONE_SIZE)
 fn scan_one(@builtin(local_invocation_index) lid: u32) {
     scan_in_workgroup(scan.offset, scan.len, lid, SCAN_ONE_SIZE);

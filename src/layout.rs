@@ -389,7 +389,8 @@ pub struct GpuWorkLayout {
     pub manifold_capacity: u32,
     /// Color buckets: the colors, then the overflow.
     pub buckets: u32,
-    /// Workgroups of the bucketing histogram.
+    /// Groups of the bucketing histogram: its workgroups, or with the fused sweeps the fused
+    /// coloring's threads (each counts a run of manifolds).
     pub histogram_groups: u32,
     /// Per body: AABB min (xyz), margin, AABB max (xyz), unused; f32 bits.
     pub aabbs: u32,
@@ -431,7 +432,8 @@ pub struct GpuWorkLayout {
     /// Per body: its grid item (cell hash, or `hash_mask + 1` for a large body, then the body),
     /// two words.
     pub cells: u32,
-    /// The grid items sorted by cell hash (where the radix sort leaves them).
+    /// The grid items sorted by cell hash (where the radix sort leaves them, or with the fused
+    /// cell sort the other of its two regions).
     pub cells_sorted: u32,
     /// Per hash: the first sorted grid item with that hash, or `u32::MAX`.
     pub cell_start: u32,
@@ -441,7 +443,8 @@ pub struct GpuWorkLayout {
     pub pairs_raw: u32,
     /// 1 when the scene is small enough for the brute-force broad phase.
     pub brute_force: u32,
-    /// Per radix digit and histogram group: items, then (scanned) offsets.
+    /// Per radix digit and histogram group: items, then (scanned) offsets; in the fused cell
+    /// sort, per grid key its items, then (scanned) offsets (`hash_mask + 3` words).
     pub radix_histogram: u32,
     /// `1 / cell_size`, 1/m.
     pub inv_cell: f32,

@@ -157,7 +157,9 @@ pub(crate) fn fused_size(limits: &wgpu::Limits, backend: &str) -> u32 {
 /// heading thousands of pairs (a floor under a pile, added first) costs the square of their
 /// number. Within these bounds the worst step (eight bodies each heading some 8,000 pairs)
 /// reads some 540 million words, where a pile's floor heads hundreds of pairs; in a small
-/// world, whose step is a chain of dispatches, the ranks are seven dispatches fewer.
+/// world, whose step is a chain of dispatches, the ranks are seven dispatches fewer (with the
+/// fused sweeps, one workgroup's dispatch instead of fifteen, that worst case on one
+/// workgroup). The fused cell sort (`cells_fused`) takes the same bound on bodies.
 pub(crate) const PAIR_RANK_BODIES: u32 = 8_192;
 pub(crate) const PAIR_RANK_PAIRS: u32 = 65_536;
 
@@ -183,9 +185,10 @@ impl GpuContacts {
     }
 
     /// Contact stages for `params.body_count` bodies on broad-phase grid `grid`, with room for
-    /// `pair_capacity` pairs and `manifold_capacity` manifolds; with `fused_size`, the passes
-    /// and the coloring fused into one workgroup of that many threads, and with `fused_substep`
-    /// too, each substep ([`Self::record_substep`]).
+    /// `pair_capacity` pairs and `manifold_capacity` manifolds; with `fused_size`, the passes,
+    /// the coloring stage and (in a world small enough) the broad phase before the grid's pairs
+    /// and the pairs' order after them fused into one workgroup of that many threads each, and
+    /// with `fused_substep` too, each substep ([`Self::record_substep`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: &wgpu::Device,
@@ -567,6 +570,7 @@ impl GpuContacts {
             kernels::dispatch(pass, marks, "cells_fused", fused, (1, 1));
             kernels::dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
             if let Some(fused) = p.pairs_fused.as_ref().filter(|_| self.pair_ranks) {
+                // The count, the list written again where it overflowed, and the ranks.
                 kernels::dispatch(pass, marks, "pairs_fused", fused, (1, 1));
             } else {
                 self.record_pair_order(pass, marks, parity);
@@ -585,12 +589,8 @@ impl GpuContacts {
             pass.set_bind_group(0, &self.pairs_group, &[]);
             kernels::dispatch(pass, marks, "grid_cells", &p.grid_cells, self.body_grid);
             kernels::dispatch(pass, marks, "grid_pairs", &p.grid_pairs, self.body_grid);
-            if let Some(fused) = p.pairs_fused.as_ref().filter(|_| self.pair_ranks) {
-                // The count, the list written again where it overflowed, and the ranks.
-                kernels::dispatch(pass, marks, "pairs_fused", fused, (1, 1));
-            } else {
-                self.record_pair_order(pass, marks, parity);
-            }
+            // (With the fused sweeps the ranks imply the fused cells above.)
+            self.record_pair_order(pass, marks, parity);
         }
         marks.mark(pass, Stage::NarrowPhase);
         let group = &self.manifold_groups[parity];
@@ -669,7 +669,9 @@ impl GpuContacts {
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
         let scan = |len| self.scan.dispatches(len);
-        let order = if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
+        // `pairs_fused` follows only `cells_fused` (which the fused sweeps give wherever the
+        // ranks are).
+        let order = if self.pair_ranks && self.pipelines.cells_fused.is_some() {
             1
         } else if self.pair_ranks {
             1 + scan(l.body_count) + 1 + 4 + scan(l.body_count)

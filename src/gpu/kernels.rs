@@ -150,8 +150,8 @@ pub(crate) struct Scan {
     blocks: wgpu::ComputePipeline,
     block_sums: wgpu::ComputePipeline,
     add: wgpu::ComputePipeline,
-    /// The whole scan in one workgroup (`scan_one`), for regions of at most
-    /// [`Scan::one_workgroup_max`] elements.
+    /// The whole scan in one workgroup (`scan_one`), in one tile for regions of at most
+    /// [`Scan::one_workgroup_max`] elements, tile after tile beyond.
     one: wgpu::ComputePipeline,
     /// `scan_one`'s threads (`SCAN_ONE_SIZE`).
     one_size: u32,
@@ -184,8 +184,8 @@ impl Scan {
     }
 
     /// The longest region one workgroup scans in one tile (`scan_one`): 32 elements a thread.
-    /// Longer regions take a tile after another, so that [`Scan::record`] scans them in three
-    /// dispatches instead.
+    /// [`Scan::record`] scans longer regions in three dispatches (the whole device), where one
+    /// workgroup would take them tile after tile.
     pub fn one_workgroup_max(&self) -> u32 {
         SCAN_ONE_ITEMS * self.one_size
     }
