@@ -373,14 +373,8 @@ fn count_pair(p: u32) {
 fn pair_starts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = thread_index(wid, nwg, lid, WORKGROUP_SIZE);
     if i < params.body_count {
-        take_pair_count(i);
+        take_count(work_layout.pair_counts, i);
     }
-}
-
-// Body `i`'s count out of the counters (zeroed), to be scanned.
-fn take_pair_count(i: u32) {
-    work[work_layout.pair_counts + i] = atomicLoad(&counters[i]);
-    atomicStore(&counters[i], 0u);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -455,7 +449,7 @@ fn pairs_fused(@builtin(local_invocation_index) t: u32) {
     }
     storageBarrier();
     for (var i = t; i < params.body_count; i += FUSED_SIZE) {
-        take_pair_count(i);
+        take_count(work_layout.pair_counts, i);
     }
     storageBarrier();
     scan_in_workgroup(work_layout.pair_counts, params.body_count, t, FUSED_SIZE);

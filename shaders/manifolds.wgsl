@@ -391,8 +391,7 @@ fn take_adjacency_count(body: u32) {
         // This step's manifolds are next step's previous ones.
         work[4] = work[1];
     }
-    work[work_layout.adjacency_counts + body] = atomicLoad(&counters[body]);
-    atomicStore(&counters[body], 0u);
+    take_count(work_layout.adjacency_counts, body);
 }
 
 fn adjacency_start(body: u32) -> u32 {
@@ -643,7 +642,7 @@ fn coloring_fused(@builtin(local_invocation_index) t: u32) {
     storageBarrier();
     place_runs(t, n);
     storageBarrier();
-    for (var k = t; k < 64u; k += FUSED_SIZE) {
+    for (var k = t; k < MAX_COLORS + 1u; k += FUSED_SIZE) {
         bucket_arg(k);
     }
     for (var body = t; body < bodies; body += FUSED_SIZE) {
@@ -784,8 +783,8 @@ fn bucket_args(@builtin(local_invocation_index) lid: u32) {
     bucket_arg(lid);
 }
 
-// Thread `lid` (of at least 64) of the buckets' offsets and dispatch arguments, from the scanned
-// histogram.
+// Thread `lid` (of at least MAX_COLORS + 1) of the buckets' offsets and dispatch arguments, from
+// the scanned histogram.
 fn bucket_arg(lid: u32) {
     let buckets = work_layout.buckets;
     let total = work[work_layout.histogram + buckets * work_layout.histogram_groups];

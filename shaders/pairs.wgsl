@@ -21,6 +21,13 @@ fn pair_margin(a: Body, b: Body, spin_a: f32, spin_b: f32) -> f32 {
     return params.speculative_distance + params.dt * closing + (spin_a + spin_b);
 }
 
+// Per-body counter `i` out of the counters into work[to + i], to be scanned, and zeroed for its
+// next use (the pairs' ranks, the adjacency).
+fn take_count(to: u32, i: u32) {
+    work[to + i] = atomicLoad(&counters[i]);
+    atomicStore(&counters[i], 0u);
+}
+
 // After `grid_pairs`, by one thread: the pair count into the header (at most the list's
 // capacity; word 2 counts what did not fit, for the host to grow the list), the large bodies'
 // count (word 5, for `grid_write`), and the counters zeroed for the next step. Returns the pairs

@@ -41,7 +41,7 @@ struct Pipelines {
     pair_starts: wgpu::ComputePipeline,
     pair_place: wgpu::ComputePipeline,
     pair_rank: wgpu::ComputePipeline,
-    /// The ranks' dispatches in one workgroup, with the fused sweeps.
+    /// The ranks' dispatches in one workgroup, after `cells_fused`.
     pairs_fused: Option<wgpu::ComputePipeline>,
     /// The broad phase up to the grid's pairs in one workgroup, with the fused sweeps in a
     /// world of at most 8,192 bodies on the grid ([`GpuContacts::new`]).
@@ -471,7 +471,7 @@ impl GpuContacts {
                 let constants = [("FUSED_SIZE", f64::from(size))];
                 kernels::pipeline_with(device, modules, &[&pairs_layout], "broad_phase", "cells_fused", &constants)
             }),
-            pairs_fused: fused_size.map(|size| {
+            pairs_fused: fused_size.filter(|_| cells_fused).map(|size| {
                 let constants = [("FUSED_SIZE", f64::from(size))];
                 kernels::pipeline_with(device, modules, &[&pairs_layout], "broad_phase", "pairs_fused", &constants)
             }),
@@ -669,9 +669,9 @@ impl GpuContacts {
     pub fn detection_dispatches(&self) -> u32 {
         let l = &self.layout;
         let scan = |len| self.scan.dispatches(len);
-        // `pairs_fused` follows only `cells_fused` (which the fused sweeps give wherever the
+        // `pairs_fused` follows `cells_fused` alone (which the fused sweeps give wherever the
         // ranks are).
-        let order = if self.pair_ranks && self.pipelines.cells_fused.is_some() {
+        let order = if self.pair_ranks && self.pipelines.pairs_fused.is_some() {
             1
         } else if self.pair_ranks {
             1 + scan(l.body_count) + 1 + 4 + scan(l.body_count)
