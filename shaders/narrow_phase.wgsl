@@ -53,7 +53,7 @@ fn narrow_phase(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             surfaces[0] = FieldSurface(field.xyz, field.w, true);
             surfaces[1] = second_surface(collider, x, field.w - sh.radius, field.xyz, reach);
             if surfaces[1].found {
-                surfaces[2] = third_surface(collider, x, field.xyz, field.w - sh.radius, surfaces[1].normal, surfaces[1].distance - sh.radius, reach);
+                surfaces[2] = third_surface(collider, x, field.xyz, field.w - sh.radius, surfaces[1].normal, surfaces[1].distance - sh.radius, reach, core_velocity * params.dt);
             }
             // Only the slots in contact warm start (the others stay zeros, out of contact):
             // far from the field a point reads three words, not three contacts.
@@ -103,21 +103,36 @@ fn second_surface(collider: Collider, x: vec3<f32>, separation: f32, n: vec3<f32
 }
 
 // A third surface of an SDF collider near core point `x` (whose first two surfaces have the
-// normals `n1`, `n2` at separations `s1`, `s2`), from the field at `x` lifted along both normals
-// until the support point is `reach` above both planes. Twin of `third_surface` in
-// src/cpu/stages.rs.
-fn third_surface(collider: Collider, x: vec3<f32>, n1: vec3<f32>, s1: f32, n2: vec3<f32>, s2: f32, reach: f32) -> FieldSurface {
+// normals `n1`, `n2` at separations `s1`, `s2`), from the field at `x` lifted off both: in a
+// corner, along both normals until the support point is `reach` above both planes; in a narrow
+// gap (the normals within about 18° of opposite), along `n1` to where the point is as far from
+// both, then by its `travel` over a step along the gap (`along_gap`). Twin of `third_surface`
+// in src/cpu/stages.rs.
+fn third_surface(collider: Collider, x: vec3<f32>, n1: vec3<f32>, s1: f32, n2: vec3<f32>, s2: f32, reach: f32, travel: vec3<f32>) -> FieldSurface {
     let c = dot3(n1, n2);
-    if s2 >= reach || abs(c) >= SDF_SECOND_SURFACE_COS {
+    if s2 >= reach || c >= SDF_SECOND_SURFACE_COS {
         return FieldSurface(vec3<f32>(0.0), 0.0, false);
     }
-    let l1 = reach - s1;
-    let l2 = reach - s2;
-    let det = 1.0 - c * c;
-    let lift = n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det);
+    var lift: vec3<f32>;
+    if c > -SDF_SECOND_SURFACE_COS {
+        let l1 = reach - s1;
+        let l2 = reach - s2;
+        let det = 1.0 - c * c;
+        lift = n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det);
+    } else {
+        lift = n1 * ((s2 - s1) / (1.0 - c)) + along_gap(travel, n1, n2);
+    }
     let field = sdf_evaluate(collider.first_node, collider.node_count, x + lift);
     let found = dot3(field.xyz, n1) < SDF_SECOND_SURFACE_COS && dot3(field.xyz, n2) < SDF_SECOND_SURFACE_COS;
     return FieldSurface(field.xyz, field.w - dot3(lift, field.xyz), found);
+}
+
+// The part of `travel` along a narrow gap whose floor and ceiling have the normals `n1` and
+// `n2`: `travel` less its part across the gap, along `n1 - n2`. Twin of `along_gap` in
+// src/cpu/stages.rs.
+fn along_gap(travel: vec3<f32>, n1: vec3<f32>, n2: vec3<f32>) -> vec3<f32> {
+    let across = n1 - n2;
+    return travel - across * (dot3(travel, across) / dot3(across, across));
 }
 
 // `warm_sources` names no old contact.

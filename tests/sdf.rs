@@ -378,3 +378,61 @@ fn ball_in_a_corner(room: bool) {
         }
     }
 }
+
+/// A ball (r = 0.2 m) in the closed end of a narrow slot of one field: a floor, a ceiling 15
+/// mm above the ball's top and the end wall x = 1, made by one field (a union of three half
+/// spaces) or by three planes. Gravity is tilted towards the end wall; the ball rolls in from
+/// rest and is thrown at the wall at 6 m/s. It rests at (1 - r, r) as between the planes,
+/// never more than 1 mm into the floor, the ceiling or the end wall, with as many contacts as
+/// against the planes. While the third surface was sought in corners only, the ball rolled in
+/// went 20 mm into the end wall (the floor and the ceiling were its two surfaces); lifted to the
+/// gap's middle without moving along it, still 20 mm.
+#[test]
+fn a_ball_rests_in_the_closed_end_of_a_narrow_slot_as_between_planes() {
+    let r = 0.2;
+    let ceiling = 2.0 * r + 0.015;
+    let slot =
+        Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::Y, -ceiling)).union(Sdf::half_space(-Vec3::X, -1.0));
+    let planes = [Plane::new(Vec3::Y, 0.0), Plane::new(-Vec3::Y, -ceiling), Plane::new(-Vec3::X, -1.0)];
+    let rest = Vec3::new(1.0 - r, r, 0.0);
+    for speed in [0.0, 6.0] {
+        let mut runs = Vec::new();
+        for field in [true, false] {
+            let mut w = common::world_with(Vec3::new(6.0, -10.0, 0.0));
+            if field {
+                w.add_sdf(SdfCollider::new(slot.clone())).unwrap();
+            } else {
+                for plane in planes {
+                    w.add_plane(plane).unwrap();
+                }
+            }
+            let desc = RigidBodyDesc::dynamic(Shape::sphere(r)).position(Vec3::new(0.0, r, 0.0));
+            let ball = w.add_body(desc.linear_velocity(speed * Vec3::X)).unwrap();
+            for mut solver in common::solvers(&w) {
+                let mut deepest = Vec3::ZERO;
+                for _ in 0..120 {
+                    solver.step();
+                    let p = solver.body_state(ball).unwrap().position;
+                    deepest = deepest.max(Vec3::new(p.x + r - 1.0, r - p.y, p.y + r - ceiling));
+                }
+                let p = solver.body_state(ball).unwrap().position;
+                let contacts = solver.stats().unwrap().contacts;
+                let kind = if field { "field" } else { "planes" };
+                eprintln!(
+                    "{} {kind}, {speed} m/s: rests at {p} with {contacts} contacts, deepest into the end wall, \
+                     the floor and the ceiling {deepest}",
+                    solver.backend()
+                );
+                assert!((p - rest).length() < 1e-3, "{kind}: rests at {p}");
+                assert!(deepest.max_element() < 1e-3, "{kind}: {deepest} m into the end wall, floor and ceiling");
+                runs.push((solver.backend(), p, contacts));
+            }
+        }
+        // The field's runs come first, then the planes' in the same order of backends.
+        let (fields, planes) = runs.split_at(runs.len() / 2);
+        for ((backend, p, contacts), (_, q, plane_contacts)) in fields.iter().zip(planes) {
+            assert!((*p - *q).length() < 1e-4, "{backend}: {p} against the planes' {q}");
+            assert_eq!(contacts, plane_contacts, "{backend}: contacts against the planes'");
+        }
+    }
+}

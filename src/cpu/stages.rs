@@ -190,11 +190,12 @@ pub(crate) fn narrow_phase(buf: &mut Buffers) {
                 // (`second_surface`, `third_surface`).
                 let x = b.position + core;
                 let (d, n) = evaluate_program(geometry, collider.first_node, collider.node_count, x);
-                let speed = (b.linear_velocity + b.angular_velocity.cross(core)).length();
-                let reach = p.speculative_distance + speed * p.dt;
+                let velocity = b.linear_velocity + b.angular_velocity.cross(core);
+                let reach = p.speculative_distance + velocity.length() * p.dt;
+                let travel = velocity * p.dt;
                 let second = second_surface(geometry, &collider, x, d - sh.radius, n, reach);
                 let third = second.and_then(|(n2, d2)| {
-                    third_surface(geometry, &collider, x, (n, d - sh.radius), (n2, d2 - sh.radius), reach)
+                    third_surface(geometry, &collider, x, (n, d - sh.radius), (n2, d2 - sh.radius), reach, travel)
                 });
                 let surfaces = [Some((n, d)), second, third];
                 let at = SURFACES.map(|surface| surface_slot(p, &sh, collider_index, k, surface));
@@ -289,15 +290,21 @@ pub(crate) fn second_surface(
 }
 
 /// A third surface of an SDF collider near core point `x`, whose first two surfaces have the
-/// normals and separations (of the support point) `first` and `second`: the field is evaluated
-/// at `x` lifted along both normals until the support point is `reach` above both planes,
-/// `x + a n1 + b n2` with `a + b c = reach - s1` and `a c + b = reach - s2` (`c = n1 · n2`). A
-/// normal there unlike both (as in [`second_surface`]) is a third surface within reach: the
-/// third wall of a room's corner. Returns its normal and the core point's distance to it,
-/// linearized from the lifted point. Only where the second surface is within `reach`, and
-/// where the two normals are more than about 18° from parallel or opposite (the far wall of a
-/// narrow gap leaves no corner to lift into). Twin of `third_surface` in
-/// shaders/narrow_phase.wgsl.
+/// normals and separations (of the support point) `first` and `second`, found from the field
+/// at a point lifted off both. A normal there unlike both (as in [`second_surface`]) is a third
+/// surface; returns its normal and the core point's distance to it, linearized from the lifted
+/// point (exact for a flat wall). Only where the second surface is within `reach`. Twin of
+/// `third_surface` in shaders/narrow_phase.wgsl.
+///
+/// - In a corner (the two normals more than about 18° from parallel or opposite), the point is
+///   lifted along both normals until the support point is `reach` above both planes,
+///   `x + a n1 + b n2` with `a + b c = reach - s1` and `a c + b = reach - s2` (`c = n1 · n2`):
+///   the third wall of a room's corner within reach.
+/// - In a narrow gap (the normals within about 18° of opposite: its floor and ceiling), there
+///   is no corner to lift into. The point is lifted along `n1` to where it is as far from both
+///   planes, `(s2 - s1) / (1 - c)`, and moved by its `travel` over a step along the gap
+///   ([`along_gap`]): the gap's end wall, or a side wall, within half the gap's height of the
+///   point or within a step's travel ahead of it.
 pub(crate) fn third_surface(
     geometry: &[glam::Vec4],
     collider: &GpuCollider,
@@ -305,17 +312,30 @@ pub(crate) fn third_surface(
     first: (Vec3, f32),
     second: (Vec3, f32),
     reach: f32,
+    travel: Vec3,
 ) -> Option<(Vec3, f32)> {
     let ((n1, s1), (n2, s2)) = (first, second);
-    let c = n1.dot(n2);
-    if s2 >= reach || c.abs() >= crate::sdf::SDF_SECOND_SURFACE_COS {
+    let (c, cos) = (n1.dot(n2), crate::sdf::SDF_SECOND_SURFACE_COS);
+    if s2 >= reach || c >= cos {
         return None;
     }
-    let (l1, l2, det) = (reach - s1, reach - s2, 1.0 - c * c);
-    let lift = n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det);
+    let lift = if c > -cos {
+        let (l1, l2, det) = (reach - s1, reach - s2, 1.0 - c * c);
+        n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det)
+    } else {
+        n1 * ((s2 - s1) / (1.0 - c)) + along_gap(travel, n1, n2)
+    };
     let (d, n3) = evaluate_program(geometry, collider.first_node, collider.node_count, x + lift);
-    let cos = crate::sdf::SDF_SECOND_SURFACE_COS;
     (n3.dot(n1) < cos && n3.dot(n2) < cos).then_some((n3, d - lift.dot(n3)))
+}
+
+/// The part of `travel` along a narrow gap whose floor and ceiling have the normals `n1` and
+/// `n2`: `travel` less its part across the gap, along `n1 - n2` (never short: the normals are
+/// within about 18° of opposite). In a gap that narrows, a point moved along it keeps to the
+/// gap's middle. Twin of `along_gap` in shaders/narrow_phase.wgsl.
+fn along_gap(travel: Vec3, n1: Vec3, n2: Vec3) -> Vec3 {
+    let across = n1 - n2;
+    travel - across * (travel.dot(across) / across.dot(across))
 }
 
 /// The larger eigenvalue of the symmetric 2x2 matrix `[[a, b], [b, c]]`.
@@ -838,13 +858,18 @@ mod tests {
 
     /// `second_surface` at `x` in `sdf`, from its nearest surface there, and `third_surface`
     /// from the first two where there is a second, as the narrow phase calls them, for a
-    /// reach of 0.1 m.
+    /// reach of 0.1 m and a point at rest.
     fn surfaces(sdf: &Sdf, x: Vec3) -> (Surface, Surface) {
+        moving_surfaces(sdf, x, Vec3::ZERO)
+    }
+
+    /// `surfaces` for a point that moves by `travel` over a step.
+    fn moving_surfaces(sdf: &Sdf, x: Vec3, travel: Vec3) -> (Surface, Surface) {
         let program = sdf.compile();
         let collider = GpuCollider { node_count: program.node_count, ..GpuCollider::default() };
         let (d, n) = evaluate_program(&program.data, 0, program.node_count, x);
         let second = second_surface(&program.data, &collider, x, d, n, 0.1);
-        let third = second.and_then(|s| third_surface(&program.data, &collider, x, (n, d), s, 0.1));
+        let third = second.and_then(|s| third_surface(&program.data, &collider, x, (n, d), s, 0.1, travel));
         (second, third)
     }
 
@@ -888,8 +913,7 @@ mod tests {
     }
 
     /// The third wall of a room's corner within reach, with its distance, whichever wall is
-    /// nearest, and in an acute corner; none where a corner has two walls, past reach, or in a
-    /// narrow gap.
+    /// nearest, and in an acute corner; none where a corner has two walls, or past reach.
     #[test]
     fn a_third_surface_is_a_rooms_third_wall() {
         let room = Sdf::hollow_box(Vec3::new(1.0, 1.0, 1.0));
@@ -919,12 +943,47 @@ mod tests {
         // Two walls only; the third 0.15 m away, beyond reach.
         assert_eq!(third(&room, Vec3::new(0.95, -0.98, 0.5)), None);
         assert_eq!(third(&room, Vec3::new(0.95, -0.98, 0.85)), None);
-        // A gap 0.06 m high ending at the wall x = 1: the floor and the ceiling leave no corner
-        // to lift into.
+    }
+
+    /// The end wall of a narrow gap (the floor and the ceiling of one field, whose normals face
+    /// each other), with its distance: found from the point lifted to as far from the floor as
+    /// from the ceiling, within half the gap's height of the point at rest, and within a step's
+    /// travel along the gap ahead of a moving point; also in a gap that narrows by 10°.
+    #[test]
+    fn a_third_surface_is_a_narrow_gaps_end_wall() {
+        // A gap 0.06 m high ending at the wall x = 1.
         let gap = Sdf::half_space(Vec3::Y, 0.0)
             .union(Sdf::half_space(-Vec3::Y, -0.06))
             .union(Sdf::half_space(-Vec3::X, -1.0));
-        assert_eq!(third(&gap, Vec3::new(0.95, 0.02, 0.0)), None);
+        let third = |x: Vec3, travel: Vec3| {
+            let (second, third) = moving_surfaces(&gap, x, travel);
+            assert!(second.is_some_and(|(n, _)| (n - -Vec3::Y).length() < 1e-6), "{second:?}: not the ceiling");
+            third
+        };
+        // At rest 0.02 m above the floor: the end wall 0.025 m away is within half the
+        // gap's height (0.03) of the point lifted to 0.03; 0.05 m away it is not.
+        let (n, d) = third(Vec3::new(0.975, 0.02, 0.0), Vec3::ZERO).expect("the end wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.025).abs() < 1e-6, "{n} {d}");
+        assert_eq!(third(Vec3::new(0.95, 0.02, 0.0), Vec3::ZERO), None);
+        // Moving 0.04 m a step towards it (and 0.01 m up, across the gap): found 0.05 m away,
+        // past the lifted point's reach; moving away, not.
+        let (n, d) = third(Vec3::new(0.95, 0.02, 0.0), Vec3::new(0.04, 0.01, 0.0)).expect("the end wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.05).abs() < 1e-6, "{n} {d}");
+        assert_eq!(third(Vec3::new(0.95, 0.02, 0.0), Vec3::new(-0.04, 0.0, 0.0)), None);
+        // The ceiling tilted by 10° (170° from the floor's normal), closing towards the end
+        // wall x = 1, 0.06 m above the floor at x = 0.9: moving along the floor towards the
+        // wall 0.07 m away, the lifted point moves along the gap's middle.
+        let tilt = 10.0_f32.to_radians();
+        let down = Vec3::new(-tilt.sin(), -tilt.cos(), 0.0);
+        let ceiling = Vec3::new(0.9, 0.06, 0.0);
+        let wedge = Sdf::half_space(Vec3::Y, 0.0)
+            .union(Sdf::half_space(down, down.dot(ceiling)))
+            .union(Sdf::half_space(-Vec3::X, -1.0));
+        let x = Vec3::new(0.93, 0.01, 0.0);
+        let (second, third) = moving_surfaces(&wedge, x, Vec3::new(0.08, 0.0, 0.0));
+        assert!(second.is_some_and(|(n, _)| (n - down).length() < 1e-6), "{second:?}: not the ceiling");
+        let (n, d) = third.expect("the end wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.07).abs() < 1e-5, "{n} {d}");
     }
 
     /// A point's new contacts with a field take their warm start from last step's contact with

@@ -15,11 +15,12 @@
 //! surface, with a second one found by evaluating the field again at the point lifted off the
 //! first along its normal (a concave corner's other wall, a narrow gap's far wall), and with a
 //! third found from the point lifted off both (the third wall of a room's corner), so a ball or
-//! a vertex in a corner of one field rests as between two or three planes. No third is sought
-//! where the first two surfaces face each other within about 18° (a narrow gap's floor and
-//! ceiling): a point in the closed end of a narrow gap, whose second surface is the ceiling,
-//! meets its floor and its ceiling but not its end wall; build such a slot from several
-//! colliders if a single point must press into all three. Each contact is warm started from last step's contact with the same
+//! a vertex in a corner of one field rests as between two or three planes. Where the first two
+//! surfaces face each other within about 18° (a narrow gap's floor and ceiling), there is no
+//! corner to lift into: the point is lifted to the gap's middle and moved by its travel over a
+//! step along the gap, so the gap's end wall is met within half the gap's height, or a step's
+//! travel ahead, and a ball thrown into the closed end of a narrow slot of one field rests there
+//! as between three planes. Each contact is warm started from last step's contact with the same
 //! surface (the normal within about 18°), whichever of the point's slots held it.
 
 mod grid;
