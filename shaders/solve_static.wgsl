@@ -56,27 +56,37 @@ fn lever(sb: SolverBody, c: StaticContact, n: vec3<f32>, radius: f32) -> vec3<f3
     return rotate(sb.delta_rotation, c.anchor + n * radius) - n * radius;
 }
 
-// Centroid step of the coarse correction over one plane's active contacts (all of them, or only
-// the loaded ones), the Galerkin projection of their soft system onto "the same impulse on
+// Whether the contact takes part in the coarse correction along `n`: active with the normal `n`
+// bit for bit, and loaded where only the loaded ones do.
+fn on_face(c: StaticContact, n: vec3<f32>, loaded_only: bool) -> bool {
+    return c.in_contact == 1u && all(c.normal == n) && !(loaded_only && c.normal_impulse <= 0.0);
+}
+
+// Centroid step of the coarse correction over the active contacts of the collider's first
+// `blocks` blocks of slots (its points' surfaces: 1 for a plane, 3 for a field) whose normal is
+// `n` (a plane's, or one flat face's of a field), all of them or
+// only the loaded ones, the Galerkin projection of their soft system onto "the same impulse on
 // each": returns (impulse per contact, smallest impulse). Twin of `coarse_correction`.
-fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: vec3<f32>, m: ptr<function, Motion>, use_bias: bool, loaded_only: bool) -> vec2<f32> {
+fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, collider_index: u32, blocks: u32, n: vec3<f32>, m: ptr<function, Motion>, use_bias: bool, loaded_only: bool) -> vec2<f32> {
     var count = 0.0;
     var r_sum = vec3<f32>(0.0);
     var residual = 0.0;
     var compliance = 0.0;
     var j_min = 3.4e38;
-    for (var k = 0u; k < sh.point_count; k++) {
-        let c = contacts[slot_index(pr, sh, plane_index, k)];
-        if c.in_contact == 0u || (loaded_only && c.normal_impulse <= 0.0) {
-            continue;
+    for (var block = 0u; block < blocks; block++) {
+        for (var k = 0u; k < sh.point_count; k++) {
+            let c = contacts[surface_slot_index(pr, sh, collider_index, k, block)];
+            if !on_face(c, n, loaded_only) {
+                continue;
+            }
+            count += 1.0;
+            r_sum += lever(sb, c, n, sh.radius);
+            let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
+            let c_i = contact_compliance(b.mass_scale, b.impulse_scale, 1.0 / c.normal_mass);
+            residual += b.bias + c_i * c.normal_impulse;
+            compliance += c_i;
+            j_min = min(j_min, c.normal_impulse);
         }
-        count += 1.0;
-        r_sum += lever(sb, c, n, sh.radius);
-        let b = contact_bias(separation(sb, c, n, sh.radius), use_bias);
-        let c_i = contact_compliance(b.mass_scale, b.impulse_scale, 1.0 / c.normal_mass);
-        residual += b.bias + c_i * c.normal_impulse;
-        compliance += c_i;
-        j_min = min(j_min, c.normal_impulse);
     }
     if count < 2.0 {
         return vec2<f32>(0.0, 0.0);
@@ -88,46 +98,66 @@ fn coarse_step(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: ve
     return vec2<f32>(-(count * vn + residual) / (count * count * k + compliance), j_min);
 }
 
-// Exact feasible line search along "the same impulse on every contact of this plane".
-fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, plane_index: u32, n: vec3<f32>, m: ptr<function, Motion>, use_bias: bool) {
-    var share = coarse_step(pr, sh, sb, plane_index, n, m, use_bias, false).x;
+// Exact feasible line search along "the same impulse on every contact of this face".
+fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, collider_index: u32, blocks: u32, n: vec3<f32>, m: ptr<function, Motion>, use_bias: bool) {
+    var share = coarse_step(pr, sh, sb, collider_index, blocks, n, m, use_bias, false).x;
     if share < 0.0 {
-        let pull = coarse_step(pr, sh, sb, plane_index, n, m, use_bias, true);
+        let pull = coarse_step(pr, sh, sb, collider_index, blocks, n, m, use_bias, true);
         share = clamp(pull.x, -pull.y, 0.0);
     }
     if share == 0.0 {
         return;
     }
-    for (var k = 0u; k < sh.point_count; k++) {
-        let slot = slot_index(pr, sh, plane_index, k);
-        let c = contacts[slot];
-        if c.in_contact == 0u || (share < 0.0 && c.normal_impulse <= 0.0) {
-            continue;
+    for (var block = 0u; block < blocks; block++) {
+        for (var k = 0u; k < sh.point_count; k++) {
+            let slot = surface_slot_index(pr, sh, collider_index, k, block);
+            let c = contacts[slot];
+            if !on_face(c, n, share < 0.0) {
+                continue;
+            }
+            contacts[slot].normal_impulse = c.normal_impulse + share;
+            contacts[slot].max_normal_impulse = max(c.max_normal_impulse, share);
+            apply_impulse(m, lever(sb, c, n, sh.radius), share * n);
         }
-        contacts[slot].normal_impulse = c.normal_impulse + share;
-        contacts[slot].max_normal_impulse = max(c.max_normal_impulse, share);
-        apply_impulse(m, lever(sb, c, n, sh.radius), share * n);
     }
 }
 
-// The normal shared by every active contact of a collider (xyz, w = 1), or w = 0 when they
-// differ or none is active. Twin of `common_normal`.
-fn common_normal(pr: BodyProps, sh: Shape, collider_index: u32) -> vec4<f32> {
-    var n = vec3<f32>(0.0);
-    var found = false;
-    for (var k = 0u; k < sh.point_count; k++) {
-        let c = contacts[slot_index(pr, sh, collider_index, k)];
-        if c.in_contact == 0u {
-            continue;
-        }
-        if !found {
-            n = c.normal;
-            found = true;
-        } else if any(c.normal != n) {
-            return vec4<f32>(0.0);
+// Most flat faces of one field a body's contacts can lie on for the coarse correction. Twin of
+// `MAX_FIELD_FACES`.
+const MAX_FIELD_FACES: u32 = 3u;
+
+// The flat faces of a field that a body's active contacts with it lie on: their normals in the
+// order they first appear, and how many (none where they have more than MAX_FIELD_FACES). Twin
+// of `field_faces`.
+struct Faces {
+    normals: array<vec3<f32>, 3>,
+    count: u32,
+}
+
+fn field_faces(pr: BodyProps, sh: Shape, collider_index: u32) -> Faces {
+    var faces = Faces(array<vec3<f32>, 3>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)), 0u);
+    for (var block = 0u; block < 3u; block++) {
+        for (var k = 0u; k < sh.point_count; k++) {
+            let c = contacts[surface_slot_index(pr, sh, collider_index, k, block)];
+            if c.in_contact == 0u {
+                continue;
+            }
+            var known = false;
+            for (var f = 0u; f < faces.count; f++) {
+                known = known || all(faces.normals[f] == c.normal);
+            }
+            if known {
+                continue;
+            }
+            if faces.count == MAX_FIELD_FACES {
+                faces.count = 0u;
+                return faces;
+            }
+            faces.normals[faces.count] = c.normal;
+            faces.count += 1u;
         }
     }
-    return vec4<f32>(n, select(0.0, 1.0, found));
+    return faces;
 }
 
 // The normal impulse of the contact in `slot`, if it is active.
@@ -148,8 +178,8 @@ fn normal_row(slot: u32, sh: Shape, sb: SolverBody, m: ptr<function, Motion>, us
     apply_impulse(m, r, applied * n);
 }
 
-// One sweep: per collider the coarse correction (planes, and fields where the contacts share one
-// normal: it needs one), then every
+// One sweep: per collider the coarse correction (a plane's contacts, and a field's on each of
+// its flat faces: it needs one normal), then every
 // normal impulse; then every friction impulse clamped to the disk |j_t| <= mu j_n. Twin of
 // `solve_contacts`.
 fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
@@ -159,11 +189,11 @@ fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
     for (var collider_index = 0u; collider_index < params.collider_count; collider_index++) {
         let collider = colliders[collider_index];
         if collider.node_count == 0u {
-            coarse_correction(pr, sh, sb, collider_index, collider.normal, m, use_bias);
+            coarse_correction(pr, sh, sb, collider_index, 1u, collider.normal, m, use_bias);
         } else {
-            let flat = common_normal(pr, sh, collider_index);
-            if flat.w != 0.0 {
-                coarse_correction(pr, sh, sb, collider_index, flat.xyz, m, use_bias);
+            let faces = field_faces(pr, sh, collider_index);
+            for (var f = 0u; f < faces.count; f++) {
+                coarse_correction(pr, sh, sb, collider_index, 3u, faces.normals[f], m, use_bias);
             }
         }
         for (var k = 0u; k < sh.point_count; k++) {
