@@ -126,34 +126,50 @@ fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, collider_index: u
 // `MAX_FIELD_FACES`.
 const MAX_FIELD_FACES: u32 = 3u;
 
-// The flat faces of a field that a body's active contacts with it lie on: their normals in the
-// order they first appear, and how many (none where they have more than MAX_FIELD_FACES). Twin
-// of `field_faces`.
+// The flat faces of a field on which a body has two active contacts or more (their normals in
+// the order they first appear, and how many; none where the contacts have more than
+// MAX_FIELD_FACES normals), and how many of the three blocks of slots hold the active contacts.
+// Twin of `field_faces`.
 struct Faces {
     normals: array<vec3<f32>, 3>,
     count: u32,
+    blocks: u32,
 }
 
 fn field_faces(pr: BodyProps, sh: Shape, collider_index: u32) -> Faces {
-    var faces = Faces(array<vec3<f32>, 3>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)), 0u);
+    var faces = Faces(array<vec3<f32>, 3>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)), 0u, 0u);
+    var members = array<u32, 3>(0u, 0u, 0u);
     for (var block = 0u; block < 3u; block++) {
         for (var k = 0u; k < sh.point_count; k++) {
             let c = contacts[surface_slot_index(pr, sh, collider_index, k, block)];
             if c.in_contact == 0u {
                 continue;
             }
-            var known = false;
+            faces.blocks = block + 1u;
+            var known = MAX_FIELD_FACES;
             for (var f = 0u; f < faces.count; f++) {
-                known = known || all(faces.normals[f] == c.normal);
+                if known == MAX_FIELD_FACES && all(faces.normals[f] == c.normal) {
+                    known = f;
+                }
             }
-            if known {
-                continue;
-            }
-            if faces.count == MAX_FIELD_FACES {
+            if known != MAX_FIELD_FACES {
+                members[known] += 1u;
+            } else if faces.count == MAX_FIELD_FACES {
                 faces.count = 0u;
                 return faces;
+            } else {
+                faces.normals[faces.count] = c.normal;
+                members[faces.count] = 1u;
+                faces.count += 1u;
             }
-            faces.normals[faces.count] = c.normal;
+        }
+    }
+    // A face with one contact would take no step.
+    let found = faces.count;
+    faces.count = 0u;
+    for (var f = 0u; f < found; f++) {
+        if members[f] > 1u {
+            faces.normals[faces.count] = faces.normals[f];
             faces.count += 1u;
         }
     }
@@ -193,7 +209,7 @@ fn solve_contacts(i: u32, m: ptr<function, Motion>, use_bias: bool) {
         } else {
             let faces = field_faces(pr, sh, collider_index);
             for (var f = 0u; f < faces.count; f++) {
-                coarse_correction(pr, sh, sb, collider_index, 3u, faces.normals[f], m, use_bias);
+                coarse_correction(pr, sh, sb, collider_index, faces.blocks, faces.normals[f], m, use_bias);
             }
         }
         for (var k = 0u; k < sh.point_count; k++) {

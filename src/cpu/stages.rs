@@ -618,22 +618,47 @@ fn coarse_correction(
 /// Most flat faces of one field a body's contacts can lie on for the coarse correction.
 const MAX_FIELD_FACES: usize = 3;
 
+/// The flat faces of a field on which a body has two active contacts or more, for the coarse
+/// correction (which needs two): see [`field_faces`].
+struct FieldFaces {
+    /// Their normals, in the order they first appear.
+    normals: [Vec3; MAX_FIELD_FACES],
+    /// How many.
+    count: usize,
+    /// The blocks of slots that hold the active contacts: the first `blocks` of the three.
+    blocks: usize,
+}
+
 /// The flat faces of a field that a body's active contacts with it (in `blocks`, its three
-/// blocks of slots) lie on: their normals, each the same bit for bit at every point of a flat
-/// face (a half space's, a box's side), in the order they first appear, and how many; none
-/// where the contacts have more than [`MAX_FIELD_FACES`] normals (a curved surface, whose
-/// every point has its own). Twin of `field_faces` in shaders/solve_static.wgsl.
-fn field_faces(contacts: &[GpuStaticContact], blocks: &[Range<usize>]) -> ([Vec3; MAX_FIELD_FACES], usize) {
-    let mut faces = ([Vec3::ZERO; MAX_FIELD_FACES], 0);
-    for c in blocks.iter().flat_map(|b| &contacts[b.clone()]).filter(|c| c.in_contact != 0) {
-        if faces.0[..faces.1].contains(&c.normal) {
-            continue;
+/// blocks of slots) lie on, where two or more lie on one: their normals, each the same bit for
+/// bit at every point of a flat face (a half space's, a box's side); none where the contacts
+/// have more than [`MAX_FIELD_FACES`] normals (a curved surface, whose every point has its
+/// own). Twin of `field_faces` in shaders/solve_static.wgsl.
+fn field_faces(contacts: &[GpuStaticContact], blocks: &[Range<usize>; 3]) -> FieldFaces {
+    let mut faces = FieldFaces { normals: [Vec3::ZERO; MAX_FIELD_FACES], count: 0, blocks: 0 };
+    let mut members = [0; MAX_FIELD_FACES];
+    for (block, range) in blocks.iter().enumerate() {
+        for c in contacts[range.clone()].iter().filter(|c| c.in_contact != 0) {
+            faces.blocks = block + 1;
+            match faces.normals[..faces.count].iter().position(|&n| n == c.normal) {
+                Some(f) => members[f] += 1,
+                None if faces.count == MAX_FIELD_FACES => return FieldFaces { count: 0, ..faces },
+                None => {
+                    faces.normals[faces.count] = c.normal;
+                    members[faces.count] = 1;
+                    faces.count += 1;
+                }
+            }
         }
-        if faces.1 == MAX_FIELD_FACES {
-            return ([Vec3::ZERO; MAX_FIELD_FACES], 0);
+    }
+    // A face with one contact would take no step.
+    let found = faces.count;
+    faces.count = 0;
+    for (f, &n) in members[..found].iter().enumerate() {
+        if n > 1 {
+            faces.normals[faces.count] = faces.normals[f];
+            faces.count += 1;
         }
-        faces.0[faces.1] = c.normal;
-        faces.1 += 1;
     }
     faces
 }
@@ -681,9 +706,9 @@ fn solve_contacts(
             coarse_correction(p, sb, collider.normal, sh.radius, contacts, &[block(0)], m, use_bias);
         } else {
             let blocks = SURFACES.map(block);
-            let (faces, count) = field_faces(contacts, &blocks);
-            for &n in &faces[..count] {
-                coarse_correction(p, sb, n, sh.radius, contacts, &blocks, m, use_bias);
+            let faces = field_faces(contacts, &blocks);
+            for &n in &faces.normals[..faces.count] {
+                coarse_correction(p, sb, n, sh.radius, contacts, &blocks[..faces.blocks], m, use_bias);
             }
         }
         let group = &mut contacts[block(0)];
