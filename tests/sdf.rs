@@ -403,14 +403,33 @@ fn a_box_rests_in_the_closed_end_of_a_narrow_slot_as_between_planes() {
     in_a_narrow_slot(Shape::cuboid(Vec3::splat(0.2)), 10.0);
 }
 
+/// A box of 0.4 m slid and thrown into the corner of a floor and a wall of one field (a union
+/// of two half spaces) or of two planes, as in `in_a_narrow_slot` without the ceiling: it rests
+/// as between the planes. Before a field's contacts took a centroid step for each flat face
+/// (the corners' nearest surfaces mixing the floor's and the wall's contacts in one block), the
+/// thrown box went 0.65 mm into the wall and crept 0.3 mm along it, against 0.05 and 0.01 mm
+/// between the planes.
+#[test]
+fn a_box_rests_in_a_field_corner_as_between_planes() {
+    in_a_slot(Shape::cuboid(Vec3::splat(0.2)), 10.0, None);
+}
+
 /// A body of half height 0.2 m slid and thrown into the closed end of a narrow slot (see
 /// the two tests above), under gravity `tilt` m/s² towards the end wall and 10 down.
 fn in_a_narrow_slot(shape: Shape, tilt: f32) {
+    in_a_slot(shape, tilt, Some(0.4 + 0.015));
+}
+
+/// `in_a_narrow_slot` with the ceiling at `ceiling`, or none.
+fn in_a_slot(shape: Shape, tilt: f32, ceiling: Option<f32>) {
     let r = 0.2;
-    let ceiling = 2.0 * r + 0.015;
-    let slot =
-        Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::Y, -ceiling)).union(Sdf::half_space(-Vec3::X, -1.0));
-    let planes = [Plane::new(Vec3::Y, 0.0), Plane::new(-Vec3::Y, -ceiling), Plane::new(-Vec3::X, -1.0)];
+    let mut slot = Sdf::half_space(Vec3::Y, 0.0).union(Sdf::half_space(-Vec3::X, -1.0));
+    let mut planes = vec![Plane::new(Vec3::Y, 0.0), Plane::new(-Vec3::X, -1.0)];
+    if let Some(ceiling) = ceiling {
+        slot = slot.union(Sdf::half_space(-Vec3::Y, -ceiling));
+        planes.push(Plane::new(-Vec3::Y, -ceiling));
+    }
+    let ceiling = ceiling.unwrap_or(f32::INFINITY);
     let rest = Vec3::new(1.0 - r, r, 0.0);
     // How far the body reaches from its centre along a direction: its radius, or its farthest
     // corner.
@@ -427,7 +446,7 @@ fn in_a_narrow_slot(shape: Shape, tilt: f32) {
             if field {
                 w.add_sdf(SdfCollider::new(slot.clone())).unwrap();
             } else {
-                for plane in planes {
+                for &plane in &planes {
                     w.add_plane(plane).unwrap();
                 }
             }
