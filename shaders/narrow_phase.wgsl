@@ -114,16 +114,19 @@ fn third_surface(collider: Collider, x: vec3<f32>, n1: vec3<f32>, s1: f32, n2: v
         return FieldSurface(vec3<f32>(0.0), 0.0, false);
     }
     var lift: vec3<f32>;
+    var ahead = vec3<f32>(0.0);
     if c > -SDF_SECOND_SURFACE_COS {
         let l1 = reach - s1;
         let l2 = reach - s2;
         let det = 1.0 - c * c;
         lift = n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det);
     } else {
-        lift = n1 * ((s2 - s1) / (1.0 - c)) + along_gap(travel, n1, n2);
+        ahead = along_gap(travel, n1, n2);
+        lift = n1 * ((s2 - s1) / (1.0 - c)) + ahead;
     }
     let field = sdf_evaluate(collider.first_node, collider.node_count, x + lift);
-    let found = dot3(field.xyz, n1) < SDF_SECOND_SURFACE_COS && dot3(field.xyz, n2) < SDF_SECOND_SURFACE_COS;
+    // In a gap, a surface facing along the travel is one it went past: not taken.
+    let found = dot3(field.xyz, n1) < SDF_SECOND_SURFACE_COS && dot3(field.xyz, n2) < SDF_SECOND_SURFACE_COS && dot3(field.xyz, ahead) <= 0.0;
     return FieldSurface(field.xyz, field.w - dot3(lift, field.xyz), found);
 }
 

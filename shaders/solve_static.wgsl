@@ -126,10 +126,9 @@ fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, collider_index: u
 // `MAX_FIELD_FACES`.
 const MAX_FIELD_FACES: u32 = 3u;
 
-// The flat faces of a field on which a body has two active contacts or more (their normals in
-// the order they first appear, and how many; none where the contacts have more than
-// MAX_FIELD_FACES normals), and how many of the three blocks of slots hold the active contacts.
-// Twin of `field_faces`.
+// The flat faces of a field on which a body has two active contacts or more, among the first
+// MAX_FIELD_FACES normals to appear (their normals in that order, and how many), and how many
+// of the three blocks of slots hold the active contacts. Twin of `field_faces`.
 struct Faces {
     normals: array<vec3<f32>, 3>,
     count: u32,
@@ -154,10 +153,7 @@ fn field_faces(pr: BodyProps, sh: Shape, collider_index: u32) -> Faces {
             }
             if known != MAX_FIELD_FACES {
                 members[known] += 1u;
-            } else if faces.count == MAX_FIELD_FACES {
-                faces.count = 0u;
-                return faces;
-            } else {
+            } else if faces.count < MAX_FIELD_FACES {
                 faces.normals[faces.count] = c.normal;
                 members[faces.count] = 1u;
                 faces.count += 1u;

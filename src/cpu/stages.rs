@@ -306,7 +306,9 @@ pub(crate) fn second_surface(
 ///   is no corner to lift into. The point is lifted along `n1` to where it is as far from both
 ///   planes, `(s2 - s1) / (1 - c)`, and moved by its `travel` over a step along the gap
 ///   ([`along_gap`]): the gap's end wall, or a side wall, within half the gap's height of the
-///   point or within a step's travel ahead of it.
+///   point or within a step's travel ahead of it. A surface whose normal points along that
+///   travel is one the travel went past (the far side of a thin wall, the edge of the gap's
+///   open mouth), not one ahead: not taken.
 pub(crate) fn third_surface(
     geometry: &[glam::Vec4],
     collider: &GpuCollider,
@@ -321,14 +323,15 @@ pub(crate) fn third_surface(
     if s2 >= reach || c >= cos {
         return None;
     }
-    let lift = if c > -cos {
+    let (lift, ahead) = if c > -cos {
         let (l1, l2, det) = (reach - s1, reach - s2, 1.0 - c * c);
-        n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det)
+        (n1 * ((l1 - c * l2) / det) + n2 * ((l2 - c * l1) / det), Vec3::ZERO)
     } else {
-        n1 * ((s2 - s1) / (1.0 - c)) + along_gap(travel, n1, n2)
+        let ahead = along_gap(travel, n1, n2);
+        (n1 * ((s2 - s1) / (1.0 - c)) + ahead, ahead)
     };
     let (d, n3) = evaluate_program(geometry, collider.first_node, collider.node_count, x + lift);
-    (n3.dot(n1) < cos && n3.dot(n2) < cos).then_some((n3, d - lift.dot(n3)))
+    (n3.dot(n1) < cos && n3.dot(n2) < cos && n3.dot(ahead) <= 0.0).then_some((n3, d - lift.dot(n3)))
 }
 
 /// The part of `travel` along a narrow gap whose floor and ceiling have the normals `n1` and
@@ -548,7 +551,7 @@ fn lever(sb: &GpuSolverBody, c: &GpuStaticContact, n: Vec3, radius: f32) -> Vec3
 }
 
 /// The coarse correction of `solve_contacts`: an exact line search of the contact problem
-/// along "the same impulse on every contact of this plane", `u = (1, ..., 1)`. Each contact's
+/// along "the same impulse on every contact of this plane (or flat face)", `u = (1, ..., 1)`. Each contact's
 /// sweep solves `r_i = v_n,i + b_i + c_i a_i = 0` with its soft compliance `c_i` (see
 /// `contact_compliance`); the coarse step is the Galerkin projection of that system onto
 /// `u`: `-Σ r_i / (k² K_c + Σ c_i)` per contact, where `k` is the number of contacts and
@@ -631,9 +634,9 @@ struct FieldFaces {
 
 /// The flat faces of a field that a body's active contacts with it (in `blocks`, its three
 /// blocks of slots) lie on, where two or more lie on one: their normals, each the same bit for
-/// bit at every point of a flat face (a half space's, a box's side); none where the contacts
-/// have more than [`MAX_FIELD_FACES`] normals (a curved surface, whose every point has its
-/// own). Twin of `field_faces` in shaders/solve_static.wgsl.
+/// bit at every point of a flat face (a half space's, a box's side), among the first
+/// [`MAX_FIELD_FACES`] normals to appear (a curved surface gives every point its own, each a
+/// face of one contact). Twin of `field_faces` in shaders/solve_static.wgsl.
 fn field_faces(contacts: &[GpuStaticContact], blocks: &[Range<usize>; 3]) -> FieldFaces {
     let mut faces = FieldFaces { normals: [Vec3::ZERO; MAX_FIELD_FACES], count: 0, blocks: 0 };
     let mut members = [0; MAX_FIELD_FACES];
@@ -642,7 +645,7 @@ fn field_faces(contacts: &[GpuStaticContact], blocks: &[Range<usize>; 3]) -> Fie
             faces.blocks = block + 1;
             match faces.normals[..faces.count].iter().position(|&n| n == c.normal) {
                 Some(f) => members[f] += 1,
-                None if faces.count == MAX_FIELD_FACES => return FieldFaces { count: 0, ..faces },
+                None if faces.count == MAX_FIELD_FACES => {}
                 None => {
                     faces.normals[faces.count] = c.normal;
                     members[faces.count] = 1;
@@ -676,12 +679,13 @@ fn field_faces(contacts: &[GpuStaticContact], blocks: &[Range<usize>; 3]) -> Fie
 /// incline slid 7 % too fast). A sticking contact reaches the same impulse either way.
 ///
 /// Each plane's contacts are first solved as one constraint through their centroid whose
-/// impulse is shared equally (only when that pushes), then point by point. Four coplanar contacts make a
+/// impulse is shared equally (a push to every contact, or a pull on the loaded ones that leaves
+/// none below zero), then point by point. Four coplanar contacts make a
 /// degenerate problem on which one sweep of Gauss-Seidel converges slowly and lopsidedly: a box
 /// landing flat at 4 m/s was stopped corner by corner, spun, and friction turned the spin into
 /// 4 mm of sideways drift. The centroid step stops a flat landing exactly and symmetrically.
-/// A field's contacts take a centroid step for each flat face they lie on ([`field_faces`]),
-/// whichever of a point's surfaces each contact is: a box thrown into the corner of one field
+/// A field's contacts take a centroid step for each flat face two or more of them lie on
+/// ([`field_faces`]), whichever of a point's surfaces each contact is: a box thrown into the corner of one field
 /// (the floor and a wall) went 0.65 mm into the wall and crept 0.3 mm along it while the
 /// faces' contacts were mixed in one block without a step, against 0.05 and 0.006 mm between
 /// two planes.
@@ -913,7 +917,7 @@ pub(crate) fn body_stats(
 mod tests {
     use glam::Vec3;
 
-    use super::{second_surface, third_surface, warm_sources};
+    use super::{field_faces, second_surface, third_surface, warm_sources};
     use crate::layout::{GpuCollider, GpuStaticContact};
     use crate::sdf::{Sdf, evaluate_program};
 
@@ -1012,7 +1016,8 @@ mod tests {
     /// The end wall of a narrow gap (the floor and the ceiling of one field, whose normals face
     /// each other), with its distance: found from the point lifted to as far from the floor as
     /// from the ceiling, within half the gap's height of the point at rest, and within a step's
-    /// travel along the gap ahead of a moving point; also in a gap that narrows by 10°.
+    /// travel along the gap ahead of a moving point; also in a gap that narrows by 10°. Not the
+    /// far side of a thin wall the travel goes past.
     #[test]
     fn a_third_surface_is_a_narrow_gaps_end_wall() {
         // A gap 0.06 m high ending at the wall x = 1.
@@ -1034,6 +1039,19 @@ mod tests {
         let (n, d) = third(Vec3::new(0.95, 0.02, 0.0), Vec3::new(0.04, 0.01, 0.0)).expect("the end wall");
         assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.05).abs() < 1e-6, "{n} {d}");
         assert_eq!(third(Vec3::new(0.95, 0.02, 0.0), Vec3::new(-0.04, 0.0, 0.0)), None);
+        // Moving 0.04 m towards it and 0.05 m up a step: the lifted point moves along the gap
+        // alone (moved up too, it would be in the ceiling and find nothing).
+        let (n, d) = third(Vec3::new(0.95, 0.02, 0.0), Vec3::new(0.04, 0.05, 0.0)).expect("the end wall");
+        assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.05).abs() < 1e-6, "{n} {d}");
+        // The end wall 0.02 m thick: moving 0.09 m a step towards it from 0.05 m away, the
+        // lifted point is past it, 0.02 m from its far side, which faces along the travel: not
+        // taken.
+        let thin = Sdf::half_space(Vec3::Y, 0.0)
+            .union(Sdf::half_space(-Vec3::Y, -0.06))
+            .union(Sdf::cuboid(Vec3::new(0.01, 1.0, 1.0)).translated(Vec3::new(1.01, 0.0, 0.0)));
+        let (second, third) = moving_surfaces(&thin, Vec3::new(0.95, 0.02, 0.0), Vec3::new(0.09, 0.0, 0.0));
+        assert!(second.is_some_and(|(n, _)| (n - -Vec3::Y).length() < 1e-6), "{second:?}: not the ceiling");
+        assert_eq!(third, None);
         // The ceiling tilted by 10° (170° from the floor's normal), closing towards the end
         // wall x = 1, 0.06 m above the floor at x = 0.9: moving along the floor towards the
         // wall 0.07 m away, the lifted point moves along the gap's middle.
@@ -1048,6 +1066,38 @@ mod tests {
         assert!(second.is_some_and(|(n, _)| (n - down).length() < 1e-6), "{second:?}: not the ceiling");
         let (n, d) = third.expect("the end wall");
         assert!((n - -Vec3::X).length() < 1e-6 && (d - 0.07).abs() < 1e-5, "{n} {d}");
+    }
+
+    /// The flat faces a body's contacts with a field lie on: each normal two or more contacts
+    /// share, over the three blocks of slots, in the order they first appear, and the blocks
+    /// up to the last that holds an active contact. A face of one contact is left out. Only
+    /// the first three normals to appear are faces: a curved wall's normals after them leave a
+    /// floor found first as it is, but a floor found after three of them takes no step.
+    #[test]
+    fn field_faces_are_the_normals_two_contacts_share() {
+        let on = |n: Vec3| GpuStaticContact { normal: n, in_contact: 1, ..GpuStaticContact::default() };
+        let off = GpuStaticContact::default();
+        let (floor, wall) = (Vec3::Y, -Vec3::X);
+        let curved = |k: f32| Vec3::new(-(k * 0.1).cos(), 0.0, (k * 0.1).sin());
+        let blocks = [0..4, 4..8, 8..12];
+        // A box on the floor of a corner, two corners against the wall (their second surface).
+        let contacts = [[on(floor); 4], [off, on(wall), on(wall), off], [off; 4]].concat();
+        let faces = field_faces(&contacts, &blocks);
+        assert_eq!((&faces.normals[..faces.count], faces.blocks), (&[floor, wall][..], 2));
+        // Against a curved wall instead, three corners touching it at three normals (the first
+        // to appear): the floor's face alone, however many normals follow.
+        let contacts =
+            [[on(floor); 4], [on(curved(1.0)), on(curved(2.0)), on(curved(3.0)), on(curved(4.0))], [off; 4]].concat();
+        let faces = field_faces(&contacts, &blocks);
+        assert_eq!((&faces.normals[..faces.count], faces.blocks), (&[floor][..], 2));
+        // The curved wall's normals first: the floor comes fourth and takes no step.
+        let contacts = [[on(curved(1.0)), on(curved(2.0)), on(curved(3.0)), off], [off; 4], [on(floor); 4]].concat();
+        let faces = field_faces(&contacts, &blocks);
+        assert_eq!((faces.count, faces.blocks), (0, 3));
+        // One contact on each face: none.
+        let contacts = [[on(floor), on(wall), off, off], [off; 4], [off; 4]].concat();
+        let faces = field_faces(&contacts, &blocks);
+        assert_eq!((faces.count, faces.blocks), (0, 1));
     }
 
     /// A point's new contacts with a field take their warm start from last step's contact with
