@@ -122,22 +122,18 @@ fn coarse_correction(pr: BodyProps, sh: Shape, sb: SolverBody, collider_index: u
     }
 }
 
-// Most flat faces of one field a body's contacts can lie on for the coarse correction. Twin of
-// `MAX_FIELD_FACES`.
-const MAX_FIELD_FACES: u32 = 3u;
-
 // The flat faces of a field on which a body has two active contacts or more, among the first
 // MAX_FIELD_FACES normals to appear (their normals in that order, and how many), and how many
 // of the three blocks of slots hold the active contacts. Twin of `field_faces`.
 struct Faces {
-    normals: array<vec3<f32>, 3>,
+    normals: array<vec3<f32>, MAX_FIELD_FACES>,
     count: u32,
     blocks: u32,
 }
 
 fn field_faces(pr: BodyProps, sh: Shape, collider_index: u32) -> Faces {
-    var faces = Faces(array<vec3<f32>, 3>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0)), 0u, 0u);
-    var members = array<u32, 3>(0u, 0u, 0u);
+    var faces = Faces(array<vec3<f32>, MAX_FIELD_FACES>(), 0u, 0u);
+    var members = array<u32, MAX_FIELD_FACES>();
     for (var block = 0u; block < 3u; block++) {
         for (var k = 0u; k < sh.point_count; k++) {
             let c = contacts[surface_slot_index(pr, sh, collider_index, k, block)];

@@ -141,16 +141,17 @@ pub struct SolverSettings {
     /// whole coloring stage (the adjacency, the coloring's phases and rounds, the buckets, the
     /// Jacobi split), one dispatch instead of `14 + 3 ×`
     /// [`coloring_rounds`](Self::coloring_rounds) where its scans fit one workgroup. In a
-    /// world of 65 to 8,192 bodies (fewer pair by brute force), the broad phase before the
-    /// grid's pairs (the beginning, the cell sort, the cells' starts) is one dispatch, and
-    /// where its pairs are at most 65,536 their count and order another. In a world of bodies and their
-    /// contacts alone (no joints, static colliders or particles, nothing that can bounce),
-    /// each whole substep is one such dispatch: the velocities, the warm start, the sweeps,
-    /// the positions (the GPU's stage times then count the integration in the solve). A small
-    /// world's step is mostly dispatches (the solve's 255 of them took 4.4 of a 5.2 ms step in
-    /// a pile of 1,000 boxes on an H200), and one workgroup (up to 1,024 threads; 256 on Metal) holds a
-    /// small world's colors; a large world wants the whole device for each color. A pile of
-    /// 1,000 boxes records 13 dispatches a step instead of 292. Default false: untimed on a
+    /// world of 65 to 8,192 bodies (a smaller one pairs its bodies by brute force), the broad
+    /// phase before the grid's pairs (the beginning, the cell sort, the cells' starts) is one
+    /// dispatch, and where its pairs are at most 65,536 their count and order another. In a
+    /// world of bodies and their contacts alone (no joints, static colliders or particles,
+    /// nothing that can bounce), each whole substep is one such dispatch: the velocities, the
+    /// warm start, the sweeps, the positions (the GPU's stage times then count the integration
+    /// in the solve). A small world's step is mostly dispatches (the solve's 255 of them took
+    /// 4.4 of a 5.2 ms step in a pile of 1,000 boxes on an H200), and one workgroup (up to
+    /// 1,024 threads; 256 on Metal) holds a small world's colors; a large world wants the whole
+    /// device for each color. A pile of 1,000 boxes records 13 dispatches a step instead of
+    /// 292. Default false: untimed on a
     /// GPU. The same bits either way (the same work per body and manifold, in the same order,
     /// and the same sorted lists). The CPU solver ignores it.
     pub gpu_fused_sweeps: bool,

@@ -45,6 +45,9 @@ pub const SDF_STACK_DEPTH: u32 = 8;
 /// `third_surface`). Above it, last step's contact of a surface warm starts this step's
 /// (`cpu::stages::warm_sources`).
 pub(crate) const SDF_SECOND_SURFACE_COS: f32 = 0.95;
+/// Most flat faces of one field whose contacts with a body take the static solve's centroid
+/// step (`cpu::stages::field_faces`): the first this many normals of its contacts to appear.
+pub(crate) const MAX_FIELD_FACES: usize = 3;
 /// `Vec4`s per compiled node: rotation, translation with kind, parameters, and the offset of a
 /// grid's samples from the program's start.
 pub const SDF_NODE_VEC4S: u32 = 4;
