@@ -208,13 +208,9 @@ impl RigidBodyDesc {
     pub(crate) fn validate(&self) -> Result<Quat> {
         self.shape.validate()?;
         check_finite("body position", self.position, self.position.is_finite())?;
-        check_finite("body orientation", self.orientation, self.orientation.is_finite())?;
+        let orientation = unit_orientation(self.orientation)?;
         check_finite("body linear velocity", self.linear_velocity, self.linear_velocity.is_finite())?;
         check_finite("body angular velocity", self.angular_velocity, self.angular_velocity.is_finite())?;
-        let len = self.orientation.length();
-        if len < 1e-6 {
-            return Err(Error::DegenerateShape { reason: "body orientation is a zero quaternion".into() });
-        }
         match self.mass {
             MassSpec::Density(d) => check_positive("body density", d)?,
             MassSpec::Mass(m) => check_positive("body mass", m)?,
@@ -222,8 +218,18 @@ impl RigidBodyDesc {
         self.material.validate()?;
         check_non_negative("linear damping", self.linear_damping)?;
         check_non_negative("angular damping", self.angular_damping)?;
-        Ok(self.orientation / len)
+        Ok(orientation)
     }
+}
+
+/// A body's orientation normalized, or the error for a non-finite or zero quaternion.
+pub(crate) fn unit_orientation(orientation: Quat) -> Result<Quat> {
+    check_finite("body orientation", orientation, orientation.is_finite())?;
+    let len = orientation.length();
+    if len < 1e-6 {
+        return Err(Error::DegenerateShape { reason: "body orientation is a zero quaternion".into() });
+    }
+    Ok(orientation / len)
 }
 
 /// Names a body of a [`World`](crate::World); valid for every solver built from that world.

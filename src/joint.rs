@@ -145,6 +145,14 @@ pub struct JointMotor {
     pub max_effort: f32,
 }
 
+impl JointMotor {
+    /// Checks that the speed is finite and the effort finite and not negative.
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_finite("joint motor speed", self.speed, self.speed.is_finite())?;
+        check_non_negative("joint motor effort", self.max_effort)
+    }
+}
+
 impl JointDesc {
     /// A ball-and-socket joint at `anchor` (world frame).
     pub fn spherical(body_a: BodyHandle, body_b: BodyHandle, anchor: Vec3) -> Self {
@@ -357,8 +365,7 @@ impl JointDesc {
             if !hinge && !slider {
                 return Err(Error::InvalidJoint { reason: "a motor acts on a hinge or a slider only".into() });
             }
-            check_finite("joint motor speed", motor.speed, motor.speed.is_finite())?;
-            check_non_negative("joint motor effort", motor.max_effort)?;
+            motor.validate()?;
         }
         let cone = match self.cone {
             Some(cone) => {

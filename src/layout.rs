@@ -15,8 +15,9 @@ use bytemuck::{Pod, Zeroable};
 use encase::ShaderType;
 use glam::{Quat, Vec3, Vec4};
 
-use crate::body::{BodyKind, BodyState};
-use crate::joint::JointKind;
+use crate::body::{BodyHandle, BodyKind, BodyState, unit_orientation};
+use crate::error::{Error, Result, check_finite};
+use crate::joint::{JointHandle, JointKind, JointMotor};
 use crate::math::{Softness, quat_mul, quat_normalize, rotate, rotate_inv};
 use crate::shape::{MassProperties, Shape};
 use crate::world::{Stabilization, World};
@@ -847,6 +848,26 @@ pub(crate) struct BodyFrame {
 }
 
 impl BodyFrame {
+    /// The internal pose (centre of mass, principal frame's orientation) of a body whose own
+    /// frame is at `position` with `orientation` (a unit quaternion).
+    pub fn internal_pose(&self, position: Vec3, orientation: Quat) -> (Vec3, Quat) {
+        (
+            position + rotate(orientation, self.local_center_of_mass),
+            quat_mul(orientation, self.principal_frame).normalize(),
+        )
+    }
+
+    /// What [`Solver::set_pose`](crate::Solver::set_pose) writes for body `body` of kind
+    /// `kind`: the internal pose of `position` and `orientation`, checked.
+    pub fn checked_pose(&self, body: BodyHandle, kind: u32, position: Vec3, orientation: Quat) -> Result<(Vec3, Quat)> {
+        check_finite("body position", position, position.is_finite())?;
+        let orientation = unit_orientation(orientation)?;
+        if kind == KIND_STATIC {
+            return Err(Error::StaticBody { index: body.0 });
+        }
+        Ok(self.internal_pose(position, orientation))
+    }
+
     /// Converts an internal state to the user's view of it.
     pub fn user_state(&self, b: &GpuBody) -> BodyState {
         let p = self.principal_frame;
@@ -857,6 +878,48 @@ impl BodyFrame {
             linear_velocity: b.linear_velocity,
             angular_velocity: b.angular_velocity,
         }
+    }
+}
+
+/// Where each joint of a world sits among the joints sorted by color, and which have a motor:
+/// what [`Solver::set_joint_motor`](crate::Solver::set_joint_motor) checks and writes through.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct JointSlots {
+    /// The place in the sorted joints of each joint, by handle.
+    slots: Vec<u32>,
+    /// Whether each joint, by handle, has a motor.
+    motors: Vec<bool>,
+}
+
+impl JointSlots {
+    /// The slots of `joints`, sorted by color, the world's index of each in `order`.
+    pub fn new(joints: &[GpuJoint], order: &[u32]) -> Self {
+        let mut slots = vec![0; order.len()];
+        let mut motors = vec![false; order.len()];
+        for (k, (j, &index)) in joints.iter().zip(order).enumerate() {
+            slots[index as usize] = k as u32;
+            motors[index as usize] = j.flags & JOINT_MOTOR != 0;
+        }
+        Self { slots, motors }
+    }
+
+    /// Where `joint`'s record is among the sorted joints, once `joint` names a joint with a
+    /// motor and `motor` is valid.
+    pub fn motor_slot(&self, joint: JointHandle, motor: &JointMotor) -> Result<usize> {
+        let count = self.slots.len() as u32;
+        let i = joint.index();
+        if joint.0 >= count {
+            return Err(Error::InvalidHandle { what: "joint", index: joint.0, count });
+        }
+        if !self.motors[i] {
+            return Err(Error::InvalidJoint {
+                reason: format!(
+                    "joint {i} has no motor to set: give it one when adding it (`.motor(0.0, 0.0)` adds one that starts off)"
+                ),
+            });
+        }
+        motor.validate()?;
+        Ok(self.slots[i] as usize)
     }
 }
 
@@ -902,13 +965,15 @@ impl Packed {
                 slot_count +=
                     static_slot_count(collider_count, world.sdfs.len() as u32, &tables.shapes[shape as usize]);
             }
-            let orientation = quat_mul(desc.orientation, mp.principal_frame).normalize();
+            let frame =
+                BodyFrame { local_center_of_mass: mp.local_center_of_mass, principal_frame: mp.principal_frame };
+            let (position, orientation) = frame.internal_pose(desc.position, desc.orientation);
             let (linear_velocity, angular_velocity) = match desc.kind {
                 BodyKind::Static => (Vec3::ZERO, Vec3::ZERO),
                 _ => (desc.linear_velocity, desc.angular_velocity),
             };
             bodies.push(GpuBody {
-                position: desc.position + rotate(desc.orientation, mp.local_center_of_mass),
+                position,
                 inv_mass: if dynamic { 1.0 / mp.mass } else { 0.0 },
                 orientation,
                 linear_velocity,
@@ -930,8 +995,7 @@ impl Packed {
                 angular_damping: desc.angular_damping,
                 ..GpuBodyProps::default()
             });
-            frames
-                .push(BodyFrame { local_center_of_mass: mp.local_center_of_mass, principal_frame: mp.principal_frame });
+            frames.push(frame);
         }
         let mut colliders: Vec<GpuCollider> = world
             .planes

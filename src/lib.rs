@@ -69,9 +69,9 @@ struct ReadmeDoctests;
 /// The types most programs need, and the glam types the API speaks.
 pub mod prelude {
     pub use crate::{
-        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, JointDesc, JointKind, Material,
-        Particle, ParticleSettings, Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver, SolverSettings,
-        Stabilization, StepStats, World, WorldDesc,
+        BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, JointDesc, JointHandle, JointKind,
+        JointMotor, Material, Particle, ParticleSettings, Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver,
+        SolverSettings, Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

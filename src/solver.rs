@@ -1,6 +1,6 @@
 //! The interface both backends implement, and the statistics they report.
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 
 use crate::body::{BodyHandle, BodyState};
 use crate::error::Result;
@@ -127,6 +127,34 @@ pub trait Solver {
     /// [`Error::StaticBody`](crate::Error::StaticBody) for a static body,
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
+
+    /// Moves a dynamic or kinematic body to a pose: `position` and `orientation` are its own
+    /// frame's, as in [`RigidBodyDesc`](crate::RigidBodyDesc) (the orientation is normalized);
+    /// its velocities stay. It takes effect from the next step, which finds the body's contacts
+    /// afresh where it moved (a resting pair's kept contact is dropped once its anchors part).
+    /// A body moved into another is pushed out of it over the next steps, as any overlap is;
+    /// a body moved away from a joint's partner is pulled back by the joint.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
+    /// [`Error::StaticBody`](crate::Error::StaticBody) for a static body (move a kinematic one
+    /// instead), [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input,
+    /// [`Error::DegenerateShape`](crate::Error::DegenerateShape) for a zero quaternion.
+    fn set_pose(&mut self, body: BodyHandle, position: Vec3, orientation: Quat) -> Result<()>;
+
+    /// Sets the motor of a hinge or a slider that was given one when it was added
+    /// ([`JointDesc::motor`](crate::JointDesc::motor); `.motor(0.0, 0.0)` adds one that starts
+    /// off): the relative speed it drives towards and the most torque or force it may apply,
+    /// from the next step. The impulse it carries from the last substep is bounded by the new
+    /// effort within the first substep (the solve clamps what it accumulates, warm start
+    /// included), so lowering the effort takes effect at once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
+    /// [`Error::InvalidJoint`](crate::Error::InvalidJoint) for a joint without a motor,
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input,
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange) for a negative effort.
+    fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()>;
 
     /// Where the last timed step's time went, by group of stages, when the backend measures it:
     /// the CPU solver always does (wall clock); the GPU solver does once

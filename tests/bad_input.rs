@@ -133,6 +133,8 @@ fn bad_planes_and_settings_are_rejected() {
 fn handles_and_velocities_are_checked_on_both_backends() {
     let mut w = world();
     let body = w.add_body(cube()).unwrap();
+    let floor =
+        w.add_body(RigidBodyDesc::fixed(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, -3.0, 0.0))).unwrap();
     let foreign = signorini::BodyHandle::from_index(7);
     for mut solver in common::solvers(&w) {
         let name = solver.backend();
@@ -146,12 +148,61 @@ fn handles_and_velocities_are_checked_on_both_backends() {
             matches!(solver.set_velocity(body, Vec3::ZERO, Vec3::INFINITY), Err(Error::NonFinite { .. })),
             "{name}"
         );
+        let bad_pose = |solver: &mut Box<dyn Solver>, body, position, orientation| {
+            solver.set_pose(body, position, orientation).expect_err("a bad pose")
+        };
+        let error = bad_pose(&mut solver, foreign, Vec3::ZERO, Quat::IDENTITY);
+        assert!(matches!(error, Error::InvalidHandle { what: "body", .. }), "{name}: {error}");
+        let error = bad_pose(&mut solver, body, Vec3::new(0.0, f32::NAN, 0.0), Quat::IDENTITY);
+        assert!(matches!(error, Error::NonFinite { what: "body position", .. }), "{name}: {error}");
+        let error = bad_pose(&mut solver, body, Vec3::ZERO, Quat::from_xyzw(0.0, f32::INFINITY, 0.0, 1.0));
+        assert!(matches!(error, Error::NonFinite { what: "body orientation", .. }), "{name}: {error}");
+        let error = bad_pose(&mut solver, body, Vec3::ZERO, Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+        assert!(matches!(error, Error::DegenerateShape { .. }), "{name}: {error}");
+        let error = bad_pose(&mut solver, floor, Vec3::Y, Quat::IDENTITY);
+        assert!(matches!(error, Error::StaticBody { .. }), "{name}: {error}");
+        // A world without joints: every joint handle is foreign.
+        let error = solver.set_joint_motor(JointHandle::from_index(0), JointMotor { speed: 1.0, max_effort: 1.0 });
+        assert!(matches!(error, Err(Error::InvalidHandle { what: "joint", index: 0, count: 0 })), "{name}: {error:?}");
         // Nothing was written: the body is still finite after stepping.
         solver.step_many(10);
         let s = solver.body_state(body).unwrap();
         assert!(s.position.is_finite() && s.linear_velocity.is_finite(), "{name}");
     }
     assert!(matches!(w.body(foreign), Err(Error::InvalidHandle { .. })));
+}
+
+/// `Solver::set_joint_motor` takes a hinge's or a slider's motor only where the joint was given
+/// one, and checks it, on both backends; nothing is written on an error.
+#[test]
+fn joint_motors_are_checked_on_both_backends() {
+    let mut w = world();
+    let base = w.add_body(RigidBodyDesc::fixed(Shape::sphere(0.05))).unwrap();
+    let small = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1))).mass(1.0);
+    let wheel = w.add_body(small.clone().position(Vec3::new(0.0, 2.0, 0.0))).unwrap();
+    let bob = w.add_body(small.position(Vec3::new(3.0, 2.0, 0.0))).unwrap();
+    let motorized = w.add_joint(JointDesc::revolute(base, wheel, Vec3::new(0.0, 2.0, 0.0), Vec3::Y).motor(1.0, 5.0));
+    let plain = w.add_joint(JointDesc::spherical(base, bob, Vec3::new(3.0, 2.0, 0.0)));
+    let (motorized, plain) = (motorized.unwrap(), plain.unwrap());
+    let motor = |speed, max_effort| JointMotor { speed, max_effort };
+    for mut solver in common::solvers(&w) {
+        let name = solver.backend();
+        let error = solver.set_joint_motor(JointHandle::from_index(2), motor(1.0, 1.0)).expect_err("foreign");
+        assert!(matches!(error, Error::InvalidHandle { what: "joint", index: 2, count: 2 }), "{name}: {error}");
+        let error = solver.set_joint_motor(plain, motor(1.0, 1.0)).expect_err("no motor");
+        assert!(matches!(error, Error::InvalidJoint { .. }), "{name}: {error}");
+        let error = solver.set_joint_motor(motorized, motor(f32::NAN, 1.0)).expect_err("NaN");
+        assert!(matches!(error, Error::NonFinite { what: "joint motor speed", .. }), "{name}: {error}");
+        let error = solver.set_joint_motor(motorized, motor(1.0, -1.0)).expect_err("negative");
+        assert!(matches!(error, Error::OutOfRange { what: "joint motor effort", .. }), "{name}: {error}");
+        let error = solver.set_joint_motor(motorized, motor(1.0, f32::INFINITY)).expect_err("infinite");
+        assert!(matches!(error, Error::NonFinite { what: "joint motor effort", .. }), "{name}: {error}");
+        // The motor as added still drives the wheel: 1 rad/s after 1 s (its 5 N m takes the
+        // 1 kg cube, 0.0067 kg m² about its axis, there within a step).
+        solver.step_many(60);
+        let spin = solver.body_state(wheel).unwrap().angular_velocity;
+        assert!((spin - Vec3::Y).length() < 1e-3, "{name}: {spin}");
+    }
 }
 
 /// A device below the kernels' needs gets `DeviceLimit`, a scene whose buffers exceed the

@@ -242,6 +242,79 @@ fn spinning_box_conserves_angular_momentum() {
     }
 }
 
+/// `Solver::set_pose` moves a body between steps, on both backends. A 1 kg cube resting on
+/// another on the floor is lifted off it to the side, turned 0.3 rad about y: it reads back at
+/// once where it was put (1e-6 m, 1e-6 rad), then falls freely, nothing holding it to the cube
+/// it left (its velocity after 0.1 s is `v0 + N h g`, within 1e-4 m/s, and it has not moved
+/// sideways or turned, 1e-5 m and 2e-5 rad), and comes to rest flat on the floor (within 1 mm
+/// of its half size above it, still turned 0.3 rad within 1e-3); the cube below stays where it
+/// was within 0.1 mm. A kinematic wedge (its centre of mass and principal axes off its own
+/// frame) moved and turned reads back where it was put (1e-6 m, 2e-6 rad) and moves on at its
+/// velocity from there (1e-4 m, 2e-5 rad).
+#[test]
+fn set_pose_moves_a_body_between_steps() {
+    let mut world = floor_world();
+    let half = 0.2;
+    let cube = RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(half))).mass(1.0);
+    let below = world.add_body(cube.clone().position(Vec3::new(0.0, half, 0.0))).unwrap();
+    let above = world.add_body(cube.position(Vec3::new(0.0, 3.0 * half, 0.0))).unwrap();
+    let corners = [Vec3::ZERO, Vec3::new(0.6, 0.0, 0.0), Vec3::new(0.0, 0.3, 0.0), Vec3::new(0.0, 0.0, 0.2)];
+    let wedge = Shape::convex_hull(&corners).unwrap();
+    let velocity = Vec3::new(1.0, 0.0, -0.5);
+    let kinematic = world
+        .add_body(RigidBodyDesc::kinematic(wedge).position(Vec3::new(-3.0, 1.0, 0.0)).linear_velocity(velocity))
+        .unwrap();
+    let h = world.desc().dt / world.desc().solver.substeps as f32;
+    // How far apart two orientations are: half the angle between them, for small angles
+    // (`angle_between`'s arc cosine cannot resolve less than some 1e-3 rad in f32).
+    let apart = |a: Quat, b: Quat| (a - b).length().min((a + b).length());
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        solver.step_many(60);
+        let rest = solver.body_state(below).unwrap();
+        let lifted = solver.body_state(above).unwrap();
+        let (to, turned) = (Vec3::new(1.5, lifted.position.y, 0.5), Quat::from_rotation_y(0.3));
+        solver.set_pose(above, to, turned).unwrap();
+        let s = solver.body_state(above).unwrap();
+        assert!((s.position - to).length() < 1e-6, "{name}: put at {to}, reads {}", s.position);
+        assert!(apart(s.orientation, turned) < 1e-6, "{name}: turned to {turned}, reads {}", s.orientation);
+        assert_eq!(s.linear_velocity, lifted.linear_velocity, "{name}: the velocity stays");
+        solver.step_many(6);
+        let s = solver.body_state(above).unwrap();
+        let n = (6 * world.desc().solver.substeps) as f32;
+        let v = lifted.linear_velocity.y - n * h * G;
+        assert!((s.linear_velocity.y - v).abs() < 1e-4, "{name}: falls at {} m/s, expected {v}", s.linear_velocity);
+        assert!(
+            ((s.position - to) * Vec3::new(1.0, 0.0, 1.0)).length() < 1e-5,
+            "{name}: moved sideways to {}",
+            s.position
+        );
+        assert!(apart(s.orientation, turned) < 1e-5, "{name}: turned to {}", s.orientation);
+        solver.step_many(114);
+        let s = solver.body_state(above).unwrap();
+        assert!((s.position.y - half).abs() < 1e-3, "{name}: rests at {}", s.position);
+        assert!(s.orientation.angle_between(turned) < 1e-3, "{name}: rests turned {}", s.orientation);
+        let r = solver.body_state(below).unwrap();
+        assert!(
+            r.position.distance(rest.position) < 1e-4,
+            "{name}: the cube below moved {} -> {}",
+            rest.position,
+            r.position
+        );
+        // The kinematic wedge.
+        let (to, turned) = (Vec3::new(4.0, 2.0, 1.0), Quat::from_rotation_z(0.7) * Quat::from_rotation_x(-0.4));
+        solver.set_pose(kinematic, to, turned).unwrap();
+        let s = solver.body_state(kinematic).unwrap();
+        assert!((s.position - to).length() < 1e-6, "{name}: wedge put at {to}, reads {}", s.position);
+        assert!(apart(s.orientation, turned) < 1e-6, "{name}: wedge turned to {turned}, reads {}", s.orientation);
+        solver.step_many(60);
+        let s = solver.body_state(kinematic).unwrap();
+        let expected = to + velocity;
+        assert!((s.position - expected).length() < 1e-4, "{name}: wedge at {}, expected {expected}", s.position);
+        assert!(apart(s.orientation, turned) < 1e-5, "{name}: wedge turned to {}", s.orientation);
+    }
+}
+
 /// A kinematic body moves at the velocity it is given, ignores gravity and is not pushed by
 /// the floor; a static body never moves.
 #[test]

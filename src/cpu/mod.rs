@@ -148,6 +148,8 @@ pub struct CpuSolver {
     joint_runs: Vec<joints::KindRun>,
     /// The world's index of each of `joints`.
     joint_order: Vec<u32>,
+    /// Where each of the world's joints is in `joints`, and which have motors.
+    joint_slots: crate::layout::JointSlots,
     /// Each of `joints`' breaking loads and no-contact entries.
     joint_breaks: Vec<crate::layout::GpuJointBreak>,
     /// The joints that can break (indices into `joints`).
@@ -217,6 +219,7 @@ impl CpuSolver {
             simd: lanes::Simd::new(world.desc().solver.cpu_lanes),
             bounces: world.bodies_can_bounce(),
             joint_runs: Vec::with_capacity(joints.len()),
+            joint_slots: crate::layout::JointSlots::new(&joints, &joint_order),
             joints,
             joint_colors,
             joint_order,
@@ -540,6 +543,20 @@ impl Solver for CpuSolver {
         }
         self.bodies[i].linear_velocity = linear;
         self.bodies[i].angular_velocity = angular;
+        Ok(())
+    }
+
+    fn set_pose(&mut self, body: BodyHandle, position: Vec3, orientation: glam::Quat) -> Result<()> {
+        let i = self.handle(body)?;
+        let (position, orientation) = self.frames[i].checked_pose(body, self.props[i].kind, position, orientation)?;
+        self.bodies[i].position = position;
+        self.bodies[i].orientation = orientation;
+        Ok(())
+    }
+
+    fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
+        let j = &mut self.joints[self.joint_slots.motor_slot(joint, &motor)?];
+        (j.motor_speed, j.max_motor_effort) = (motor.speed, motor.max_effort);
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use super::shaders::{UNIFORM_SLOT, WORKGROUP_SIZE, dispatch_grid};
 use super::solver::{read_buffer, storage_fits};
 use super::timing::Marks;
 use crate::error::Result;
-use crate::layout::{GpuJoint, GpuJointBreak};
+use crate::layout::{GpuJoint, GpuJointBreak, JointSlots};
 
 /// The joint buffer, its bind group and pipelines, and each color's range.
 pub(crate) struct GpuJoints {
@@ -17,6 +17,8 @@ pub(crate) struct GpuJoints {
     readback: wgpu::Buffer,
     /// The world's index of each joint of `buffer`.
     order: Vec<u32>,
+    /// Where each of the world's joints is in `buffer`, and which have motors.
+    slots: JointSlots,
     /// Binds the joints and the color ranges.
     group: wgpu::BindGroup,
     prepare: wgpu::ComputePipeline,
@@ -66,7 +68,7 @@ impl GpuJoints {
         let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joints"),
             contents: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
         });
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("joints_readback"),
@@ -121,6 +123,7 @@ impl GpuJoints {
             buffer,
             readback,
             order: order.to_vec(),
+            slots: JointSlots::new(joints, order),
             group,
             prepare: pipeline("prepare_joints"),
             breaking: breakable.then(|| pipeline("break_joints")),
@@ -217,6 +220,18 @@ impl GpuJoints {
 
     /// The joints as the queued steps leave them, by color, and the world's index of each
     /// (waits for the queue).
+    /// Writes `motor` into `joint`'s record (see
+    /// [`Solver::set_joint_motor`](crate::Solver::set_joint_motor)), ahead of the next
+    /// submitted step.
+    pub fn set_motor(&self, queue: &wgpu::Queue, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
+        let record = (self.slots.motor_slot(joint, &motor)? * size_of::<GpuJoint>()) as u64;
+        let at = |offset: usize| record + offset as u64;
+        queue.write_buffer(&self.buffer, at(std::mem::offset_of!(GpuJoint, motor_speed)), &motor.speed.to_ne_bytes());
+        let effort = motor.max_effort.to_ne_bytes();
+        queue.write_buffer(&self.buffer, at(std::mem::offset_of!(GpuJoint, max_motor_effort)), &effort);
+        Ok(())
+    }
+
     pub fn read(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<(Vec<GpuJoint>, &[u32])> {
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_joints") });
         encoder.copy_buffer_to_buffer(&self.buffer, 0, &self.readback, 0, self.buffer.size());

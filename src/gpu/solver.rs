@@ -860,6 +860,28 @@ impl Solver for GpuSolver {
         self.queue.write_buffer(&self.bodies, offset, bytemuck::cast_slice(&data));
         Ok(())
     }
+
+    fn set_pose(&mut self, body: BodyHandle, position: Vec3, orientation: glam::Quat) -> Result<()> {
+        let i = self.index(body)?;
+        let (position, orientation) = self.frames[i].checked_pose(body, self.kinds[i], position, orientation)?;
+        // position (bytes 0..12, before inv_mass) and orientation (16..32) of the body.
+        let at = |offset: usize| (i * size_of::<GpuBody>() + offset) as u64;
+        let position: [f32; 3] = position.into();
+        let orientation: [f32; 4] = orientation.into();
+        let write =
+            |offset, data: &[f32]| self.queue.write_buffer(&self.bodies, at(offset), bytemuck::cast_slice(data));
+        write(std::mem::offset_of!(GpuBody, position), &position);
+        write(std::mem::offset_of!(GpuBody, orientation), &orientation);
+        Ok(())
+    }
+
+    fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
+        match &self.joints {
+            Some(joints) => joints.set_motor(&self.queue, joint, motor),
+            // A world without joints: the handle names none of them.
+            None => crate::layout::JointSlots::default().motor_slot(joint, &motor).map(|_| ()),
+        }
+    }
 }
 
 /// Maps a readback buffer, waits for the GPU and copies it out.
