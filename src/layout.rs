@@ -224,6 +224,32 @@ pub(crate) fn static_slot_count(collider_count: u32, sdf_count: u32, sh: &GpuSha
     (collider_count + 2 * sdf_count) * sh.point_count
 }
 
+/// Where a body's static contact slots are: `(collider_count + 2 sdf_count) points` of them
+/// from `first`; none for a body that is not dynamic (`points` 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct SlotRange {
+    /// The body's first slot.
+    pub first: u32,
+    /// Its shape's core points (its slots per collider block).
+    pub points: u32,
+    /// Its shape's radius around the core, m.
+    pub radius: f32,
+}
+
+impl SlotRange {
+    /// The slot ranges of `props`' bodies, whose shapes are `shapes`.
+    pub fn of(props: &[GpuBodyProps], shapes: &[GpuShape]) -> Vec<Self> {
+        props
+            .iter()
+            .map(|p| {
+                let sh = &shapes[p.shape as usize];
+                let points = if p.kind == KIND_DYNAMIC { sh.point_count } else { 0 };
+                Self { first: p.slot_offset, points, radius: sh.radius }
+            })
+            .collect()
+    }
+}
+
 /// A particle as the solvers store it. 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]

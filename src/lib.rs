@@ -56,7 +56,7 @@ pub use joint::{JointBreaking, JointCone, JointDesc, JointHandle, JointKind, Joi
 pub use particles::{Particle, ParticleState};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
-pub use solver::{Solver, StageTimes, StepStats};
+pub use solver::{Contact, ContactWith, Solver, StageTimes, StepStats};
 pub use world::{
     ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
     SolverSettings, Stabilization, World, WorldDesc,

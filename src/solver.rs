@@ -156,6 +156,12 @@ pub trait Solver {
     /// [`Error::OutOfRange`](crate::Error::OutOfRange) for a negative effort.
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()>;
 
+    /// The contact points the last step solved, with the force each applied ([`Contact`]): by
+    /// body, then by what it touched; empty before the first step. Contacts between a body and
+    /// particles are not among them. On the GPU this waits for the queued steps and reads the
+    /// bodies, contact slots and manifolds back.
+    fn contacts(&mut self) -> Result<Vec<Contact>>;
+
     /// Where the last timed step's time went, by group of stages, when the backend measures it:
     /// the CPU solver always does (wall clock); the GPU solver does once
     /// [`GpuSolver::time_stages`](crate::GpuSolver::time_stages) is on (timestamps of the last
@@ -163,6 +169,114 @@ pub trait Solver {
     fn stage_times(&self) -> Option<StageTimes> {
         None
     }
+}
+
+/// What a reported [`Contact`] touched besides its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ContactWith {
+    /// A static plane.
+    Plane(crate::PlaneHandle),
+    /// A static signed distance field.
+    Sdf(crate::SdfHandle),
+    /// Another body, of a higher handle than the contact's body.
+    Body(BodyHandle),
+}
+
+/// A contact point the last step solved, as [`Solver::contacts`] reports it: with a plane or
+/// an SDF, one per core point of a dynamic body (and per surface of a field it meets), and
+/// between two bodies the points of their manifold, speculative ones (still apart) included.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact {
+    /// The body: with [`ContactWith::Body`], the pair's lower handle.
+    pub body: BodyHandle,
+    /// What it touched.
+    pub with: ContactWith,
+    /// Where, world frame, m: midway between the two surfaces as the last step found them,
+    /// carried by the bodies' centres to where they are now (not turned with them).
+    pub point: Vec3,
+    /// Unit normal, world frame, from what `body` touched towards `body`.
+    pub normal: Vec3,
+    /// The surfaces' separation along the normal when the last step found the contact, m
+    /// (negative where they overlapped; positive for a speculative contact, which acts only
+    /// if the gap closes within the step).
+    pub separation: f32,
+    /// The force the contact applied to `body` over the last substep (its normal and friction
+    /// impulses over the substep's length, as [`Solver::joint_reactions`] reports joints), N:
+    /// its normal part along `normal`, at least 0, zero for a contact that did not act. `with`
+    /// received its opposite. A bounce's restitution impulse, applied after the substeps, is
+    /// not in it.
+    pub force: Vec3,
+}
+
+/// The contacts of a step's static contact slots and body manifolds, by body and then by what
+/// each touched (the order of [`ContactWith`]), in slot and point order within one pair: what
+/// both solvers report from the same records. `slot_ranges[i]` is where body `i`'s slots are;
+/// `bodies` are the states now.
+pub(crate) fn contact_reports(
+    params: &crate::layout::StepParams,
+    bodies: &[crate::layout::GpuBody],
+    slot_ranges: &[crate::layout::SlotRange],
+    slots: &[crate::layout::GpuStaticContact],
+    manifolds: &[crate::layout::GpuManifold],
+) -> Vec<Contact> {
+    let h = params.h;
+    let mut out = Vec::new();
+    let sdfs = params.collider_count - params.plane_count;
+    for (i, (b, &crate::layout::SlotRange { first, points, radius })) in bodies.iter().zip(slot_ranges).enumerate() {
+        let count = points * (params.collider_count + 2 * sdfs);
+        for (k, c) in slots[first as usize..][..count as usize].iter().enumerate() {
+            if c.in_contact == 0 {
+                continue;
+            }
+            // The slots: one block of `points` per collider, then one per field for its
+            // second surfaces, one per field for its third (`cpu::stages::surface_slot`).
+            let block = k as u32 / points;
+            let collider = if block < params.collider_count {
+                block
+            } else {
+                params.plane_count + (block - params.collider_count) % sdfs
+            };
+            let with = if collider < params.plane_count {
+                ContactWith::Plane(crate::PlaneHandle::from_index(collider as usize))
+            } else {
+                ContactWith::Sdf(crate::SdfHandle::from_index((collider - params.plane_count) as usize))
+            };
+            let n = c.normal;
+            let (t1, t2) = crate::math::tangent_basis(n);
+            // `base_separation` is the separation less the core point's `anchor + radius n`
+            // along the normal.
+            let separation = c.base_separation + n.dot(c.anchor) + radius;
+            out.push(Contact {
+                body: BodyHandle(i as u32),
+                with,
+                point: b.position + c.anchor - 0.5 * separation * n,
+                normal: n,
+                separation,
+                force: (c.normal_impulse * n + c.tangent_impulse_1 * t1 + c.tangent_impulse_2 * t2) / h,
+            });
+        }
+    }
+    for m in manifolds {
+        let (a, b, n) = (&bodies[m.body_a as usize], &bodies[m.body_b as usize], m.normal);
+        let (t1, t2) = crate::math::tangent_basis(n);
+        for q in &m.points[..m.count as usize] {
+            let on_a = a.position + q.core_a + m.radius_a * n;
+            let on_b = b.position + q.core_b - m.radius_b * n;
+            let impulse = q.normal_impulse * n + q.tangent_impulse_1 * t1 + q.tangent_impulse_2 * t2;
+            out.push(Contact {
+                body: BodyHandle(m.body_a),
+                with: ContactWith::Body(BodyHandle(m.body_b)),
+                point: 0.5 * (on_a + on_b),
+                // From B towards A, and the impulse's opposite: what A received.
+                normal: -n,
+                separation: q.base_separation + n.dot(q.core_b - q.core_a),
+                force: -impulse / h,
+            });
+        }
+    }
+    // Stable: within one pair the slots' and points' order stays.
+    out.sort_by_key(|c| (c.body, c.with));
+    out
 }
 
 /// Step statistics from the reduced per-body sums.

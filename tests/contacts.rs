@@ -6,6 +6,7 @@ mod common;
 use signorini::layout::GpuManifold;
 use signorini::prelude::*;
 use signorini::scenes;
+use signorini::{Contact, ContactWith, PlaneHandle};
 
 fn contacts_desc(gravity: Vec3) -> WorldDesc {
     WorldDesc { gravity, ..WorldDesc::default() }
@@ -583,5 +584,102 @@ fn restitution_passes_are_left_out_only_where_they_change_nothing() {
         // substep.
         let integrate = solver.substeps;
         assert_eq!(kept, left_out + 1 + (3 + 2) + 4 + statics + integrate);
+    }
+}
+
+/// `Solver::contacts` reports what held each body, with the forces, on both backends, and the
+/// two agree. After 2 s at rest: a 2 kg box on the floor carries a 1 kg box turned 0.3 rad on
+/// top, and a 0.5 kg ball rests on a field's box; a 1 kg box slides over the floor (friction
+/// 0.5 on both sides, so 0.5 combined).
+/// - The floor's contacts with the lower box push it up with the weight of both, 29.43 N,
+///   within 0.1 % (measured 29.4302 on both backends), along the floor's normal, their points on the floor and the surfaces
+///   touching (1 mm); the upper box's contacts with it push the lower box down with the upper
+///   one's weight (0.1 %; 9.81006), their normal down (1e-3), their points on the lower box's top face
+///   (1 mm); the upper box meets nothing else. Every static contact's friction is under 1e-3 N.
+/// - The field holds the ball with its weight, 4.905 N (0.1 %; 4.9050), at the ball's lowest point
+///   (1 mm).
+/// - The sliding box, 0.2 s after it was thrown at 3 m/s, is held up with its weight and
+///   slowed by `μ m g` = 4.905 N against its motion, within 0.1 % (4.90500).
+/// - Nothing is reported before the first step. The GPU reports the same contacts in the same
+///   order, each point within 0.1 mm of the CPU's and each force within 1e-3 N.
+#[test]
+fn contacts_report_the_forces_that_hold_each_body() {
+    let g = 9.81;
+    let mut world = World::new(contacts_desc(Vec3::new(0.0, -g, 0.0))).unwrap();
+    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.5)).unwrap();
+    let pedestal = Sdf::cuboid(Vec3::new(0.5, 0.25, 0.5)).translated(Vec3::new(3.0, 0.25, 0.0));
+    let field = world.add_sdf(SdfCollider::new(pedestal).friction(0.5)).unwrap();
+    let cube = |half: f32, mass: f32| RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(half))).mass(mass).friction(0.5);
+    let lower = world.add_body(cube(0.2, 2.0).position(Vec3::new(0.0, 0.2, 0.0))).unwrap();
+    let upper = world
+        .add_body(cube(0.15, 1.0).position(Vec3::new(0.0, 0.55, 0.0)).orientation(Quat::from_rotation_y(0.3)))
+        .unwrap();
+    let ball = world
+        .add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).mass(0.5).position(Vec3::new(3.0, 0.6, 0.0)))
+        .unwrap();
+    let slider = world.add_body(cube(0.1, 1.0).position(Vec3::new(-3.0, 0.1, 0.0))).unwrap();
+    let floor = ContactWith::Plane(PlaneHandle::from_index(0));
+    let mut reports = Vec::new();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        assert!(solver.contacts().unwrap().is_empty(), "{name}: contacts before the first step");
+        solver.step_many(108);
+        solver.set_velocity(slider, Vec3::new(3.0, 0.0, 0.0), Vec3::ZERO).unwrap();
+        solver.step_many(12);
+        let contacts = solver.contacts().unwrap();
+        let of = |body: BodyHandle, with: ContactWith| -> Vec<Contact> {
+            contacts.iter().filter(|c| c.body == body && c.with == with).copied().collect()
+        };
+        let total = |cs: &[Contact]| cs.iter().map(|c| c.force).sum::<Vec3>();
+        let near = |x: Vec3, y: Vec3, tolerance: f32| (x - y).length() <= tolerance * y.length();
+        // The floor under the lower box.
+        let under = of(lower, floor);
+        let up = Vec3::new(0.0, 3.0 * g, 0.0);
+        assert!(near(total(&under), up, 0.001), "{name}: the floor pushes the boxes with {}", total(&under));
+        for c in under.iter().filter(|c| c.force.y > 0.0) {
+            assert_eq!(c.normal, Vec3::Y, "{name}");
+            assert!(c.point.y.abs() < 1e-3 && c.separation.abs() < 1e-3, "{name}: {c:?}");
+        }
+        // The upper box on the lower one.
+        let between = of(lower, ContactWith::Body(upper));
+        assert!(
+            near(total(&between), Vec3::new(0.0, -g, 0.0), 0.001),
+            "{name}: the upper box presses with {}",
+            total(&between)
+        );
+        for c in between.iter().filter(|c| c.force.y < 0.0) {
+            assert!((c.normal + Vec3::Y).length() < 1e-3, "{name}: {c:?}");
+            assert!((c.point.y - 0.4).abs() < 1e-3 && c.separation.abs() < 1e-3, "{name}: {c:?}");
+        }
+        assert!(contacts.iter().all(|c| c.body != upper), "{name}: the upper box touches something else");
+        for c in contacts.iter().filter(|c| !matches!(c.with, ContactWith::Body(_)) && c.body != slider) {
+            let friction = c.force - c.force.dot(c.normal) * c.normal;
+            assert!(friction.length() < 1e-3, "{name}: {c:?}");
+        }
+        // The ball on the field.
+        let held = of(ball, ContactWith::Sdf(field));
+        let lowest = solver.body_state(ball).unwrap().position - Vec3::new(0.0, 0.1, 0.0);
+        assert!(near(total(&held), Vec3::new(0.0, 0.5 * g, 0.0), 0.001), "{name}: {}", total(&held));
+        assert!(held.iter().all(|c| c.point.distance(lowest) < 1e-3), "{name}: {held:?} against {lowest}");
+        // The sliding box.
+        let sliding = total(&of(slider, floor));
+        let expected = Vec3::new(-0.5 * g, g, 0.0);
+        assert!(near(sliding, expected, 0.001), "{name}: the floor pushes the sliding box with {sliding}");
+        assert!(solver.body_state(slider).unwrap().linear_velocity.x > 1.0, "{name}: it stopped");
+        eprintln!(
+            "{name}: {} contacts; floor {}, upper box {}, field {}, sliding {sliding}",
+            contacts.len(),
+            total(&under),
+            total(&between),
+            total(&held)
+        );
+        reports.push(contacts);
+    }
+    if let [cpu, gpu] = &reports[..] {
+        assert_eq!(cpu.len(), gpu.len());
+        for (c, g) in cpu.iter().zip(gpu) {
+            assert_eq!((c.body, c.with), (g.body, g.with));
+            assert!(c.point.distance(g.point) < 1e-4 && c.force.distance(g.force) < 1e-3, "{c:?} against {g:?}");
+        }
     }
 }

@@ -554,6 +554,11 @@ impl Solver for CpuSolver {
         Ok(())
     }
 
+    fn contacts(&mut self) -> Result<Vec<crate::Contact>> {
+        let slot_ranges = crate::layout::SlotRange::of(&self.props, &self.shapes);
+        Ok(crate::solver::contact_reports(&self.params, &self.bodies, &slot_ranges, &self.contacts, self.manifolds()))
+    }
+
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
         let j = &mut self.joints[self.joint_slots.motor_slot(joint, &motor)?];
         (j.motor_speed, j.max_motor_effort) = (motor.speed, motor.max_effort);

@@ -45,8 +45,13 @@ pub struct GpuSolver {
     kinds: Vec<u32>,
     bodies: wgpu::Buffer,
     stats: wgpu::Buffer,
-    /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows.
+    /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows
+    /// (in the order of [`body_slots`]).
     body_buffers: [wgpu::Buffer; 9],
+    /// Where each body's static contact slots are in `body_buffers[STATIC_CONTACTS]`.
+    slot_ranges: Vec<crate::layout::SlotRange>,
+    /// How many static contact slots there are.
+    slot_count: u32,
     body_layout: wgpu::BindGroupLayout,
     topology: wgpu::Buffer,
     modules: Vec<(&'static str, wgpu::ShaderModule)>,
@@ -75,6 +80,9 @@ pub struct GpuSolver {
     /// or particles, nothing that can bounce), whose substep is then the contacts' alone.
     fused_substep: bool,
 }
+
+/// Where the static contact slots are among the bindings of [`body_slots`].
+const STATIC_CONTACTS: usize = 7;
 
 /// The bindings of `shaders/bind_bodies.wgsl`: the step parameters, then (bodies, props, shapes,
 /// geometry, colliders, solver_bodies, contacts, stats).
@@ -126,8 +134,11 @@ impl GpuSolver {
         let solver_bodies =
             make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage)?;
         let topology = make("topology", non_empty(&packed.topology), storage)?;
-        let contacts =
-            make("contacts", non_empty(&vec![GpuStaticContact::default(); packed.slot_count as usize]), storage)?;
+        let contacts = make(
+            "contacts",
+            non_empty(&vec![GpuStaticContact::default(); packed.slot_count as usize]),
+            storage | wgpu::BufferUsages::COPY_SRC,
+        )?;
         let stats = make("stats", bytemuck::cast_slice(&vec![GpuStats::default(); stats_groups]), storage | copy)?;
 
         // The particle grid's arena offsets go into the parameters before they are uploaded.
@@ -218,6 +229,8 @@ impl GpuSolver {
             adapter: ctx.adapter().clone(),
             params: packed.params,
             kinds: packed.props.iter().map(|p: &GpuBodyProps| p.kind).collect(),
+            slot_ranges: crate::layout::SlotRange::of(&packed.props, &packed.shapes),
+            slot_count: packed.slot_count,
             frames: packed.frames,
             body_grid: dispatch_grid(body_count, WORKGROUP_SIZE),
             stats_grid: dispatch_grid(body_count, STATS_WORKGROUP_SIZE),
@@ -873,6 +886,16 @@ impl Solver for GpuSolver {
         write(std::mem::offset_of!(GpuBody, position), &position);
         write(std::mem::offset_of!(GpuBody, orientation), &orientation);
         Ok(())
+    }
+
+    fn contacts(&mut self) -> Result<Vec<crate::Contact>> {
+        let bodies = self.raw_bodies()?;
+        let manifolds = self.manifolds()?;
+        let words = (size_of::<GpuStaticContact>() / 4) as u32;
+        let buffer = &self.body_buffers[STATIC_CONTACTS];
+        let slots = read_words(&self.device, &self.queue, buffer, "contacts_readback", 0, self.slot_count * words)?;
+        let slots: Vec<GpuStaticContact> = bytemuck::pod_collect_to_vec(&slots);
+        Ok(crate::solver::contact_reports(&self.params, &bodies, &self.slot_ranges, &slots, &manifolds))
     }
 
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
