@@ -84,6 +84,10 @@ struct BodyProps {
     restitution: f32,
     linear_damping: f32,
     angular_damping: f32,
+    force: vec3<f32>,
+    _pad0: u32,
+    torque: vec3<f32>,
+    _pad1: u32,
 }
 
 struct Shape {

@@ -2,15 +2,16 @@
 // integrate_positions.wgsl) and the fused substep (`substep_fused` in solve_contacts.wgsl):
 // twins of `integrate_velocity` and `integrate_positions` in src/cpu/stages.rs.
 
-// Gravity, damping and the gyroscopic term (implicit midpoint) for one substep, of dynamic body
-// `i`.
+// Gravity and the set force and torque, damping and the gyroscopic term (implicit midpoint) for
+// one substep, of dynamic body `i`.
 fn integrate_velocity(i: u32) {
     let pr = props[i];
     let b = bodies[i];
     let h = params.h;
-    let v = (b.linear_velocity + h * params.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
+    let v = (b.linear_velocity + h * (params.gravity + b.inv_mass * pr.force)) * (1.0 / (1.0 + h * pr.linear_damping));
     let inertia = 1.0 / pr.inv_inertia;
-    let w0 = rotate_inv(b.orientation, b.angular_velocity);
+    // The torque's impulse first, then the gyroscopic term from the velocity it leaves.
+    let w0 = rotate_inv(b.orientation, b.angular_velocity) + h * pr.inv_inertia * rotate_inv(b.orientation, pr.torque);
     // Implicit midpoint for Euler's equations: I (wm - w0) + (h/2) wm x I wm = 0 by two Newton
     // steps, then w1 = 2 wm - w0. Column j of the Jacobian is I_j e_j + (h/2) (I_j (wm x e_j) - (I wm) x e_j).
     let half_h = 0.5 * h;

@@ -14,7 +14,9 @@ fn body_slot_data(j: u32, k: u32) -> u32 {
 }
 
 // Body b as the particles see it: posed, its core bounds, its velocity, and how much faster than
-// its centre its surface can move within the substep (rotation and the substep's gravity), m/s.
+// its centre its surface can move within the substep (rotation, with what a set torque adds to
+// it, and the substep's gravity and set force), m/s. Twin of `surface_speedup` in
+// src/cpu/particle_contacts.rs.
 struct BodyView {
     posed: Posed,
     lo: vec3<f32>,
@@ -29,7 +31,9 @@ fn body_view(b: u32) -> BodyView {
     let posed = Posed(shape, body.position, body.orientation);
     let bounds = core_bounds(posed);
     let arm = length3(max(bounds[1] - body.position, body.position - bounds[0])) + shape.radius;
-    let spin = length3(body.angular_velocity) * arm + params.h * length3(params.gravity);
+    let pr = props[b];
+    let turn = length3(body.angular_velocity) + params.h * max(pr.inv_inertia.x, max(pr.inv_inertia.y, pr.inv_inertia.z)) * length3(pr.torque);
+    let spin = turn * arm + params.h * (length3(params.gravity) + body.inv_mass * length3(pr.force));
     return BodyView(posed, bounds[0], bounds[1], body.linear_velocity, spin);
 }
 

@@ -323,7 +323,10 @@ fn restitution(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let b = bodies[i];
     let q = b.orientation;
     let ke_solved = kinetic_energy(b.inv_mass, pr.inv_inertia, q, v_solved, w_solved);
-    let ke_start = sb.start_kinetic_energy + dot3(params.gravity, sb.delta_position) / b.inv_mass;
+    // The energy at the start of the step and the work of gravity and of a set force since
+    // (not a set torque's).
+    let ke_start = sb.start_kinetic_energy + dot3(params.gravity, sb.delta_position) / b.inv_mass
+        + dot3(pr.force, sb.delta_position);
     let budget = max_restitution * max_restitution * max(ke_start - ke_solved, 0.0);
     let dv = m.v - v_solved;
     let dw = rotate_inv(q, m.w - w_solved);

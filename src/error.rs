@@ -124,8 +124,15 @@ pub enum Error {
     #[error("GPU readback failed: {0}")]
     Readback(String),
     /// An operation that needs a body the solver can move (dynamic or kinematic) was given a static one.
-    #[error("body {index} is static and cannot be given a velocity")]
+    #[error("body {index} is static and cannot be moved or given a velocity")]
     StaticBody {
+        /// The body's index.
+        index: u32,
+    },
+    /// A force was given to a body that is not dynamic (a kinematic body moves at the velocity
+    /// it is given, a static one not at all).
+    #[error("body {index} is not dynamic: forces act on dynamic bodies only")]
+    NotDynamic {
         /// The body's index.
         index: u32,
     },

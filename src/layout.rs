@@ -50,7 +50,7 @@ pub struct GpuBody {
 }
 const _: () = assert!(size_of::<GpuBody>() == 64);
 
-/// Constant properties of a body. 48 bytes.
+/// Properties of a body, constant but for the force and torque a program sets. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuBodyProps {
@@ -76,8 +76,17 @@ pub struct GpuBodyProps {
     pub linear_damping: f32,
     /// Angular damping rate, 1/s.
     pub angular_damping: f32,
+    /// A constant force through the centre of mass, world frame, N, that the program set
+    /// ([`Solver::set_force`](crate::Solver::set_force)); zero by default.
+    pub force: Vec3,
+    /// Unused.
+    pub _pad0: u32,
+    /// A constant torque, world frame, N m, set with `force`.
+    pub torque: Vec3,
+    /// Unused.
+    pub _pad1: u32,
 }
-const _: () = assert!(size_of::<GpuBodyProps>() == 48);
+const _: () = assert!(size_of::<GpuBodyProps>() == 80);
 
 /// `kind` of a shape whose core is one point (a sphere).
 pub const SHAPE_POINT: u32 = 0;
@@ -892,6 +901,17 @@ impl BodyFrame {
             return Err(Error::StaticBody { index: body.0 });
         }
         Ok(self.internal_pose(position, orientation))
+    }
+
+    /// What [`Solver::set_force`](crate::Solver::set_force) writes for body `body` of kind
+    /// `kind`: the force and torque, checked.
+    pub fn checked_force(body: BodyHandle, kind: u32, force: Vec3, torque: Vec3) -> Result<(Vec3, Vec3)> {
+        check_finite("body force", force, force.is_finite())?;
+        check_finite("body torque", torque, torque.is_finite())?;
+        if kind != KIND_DYNAMIC {
+            return Err(Error::NotDynamic { index: body.0 });
+        }
+        Ok((force, torque))
     }
 
     /// Converts an internal state to the user's view of it.

@@ -128,6 +128,19 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
 
+    /// Applies a constant force through a dynamic body's centre of mass and a constant torque
+    /// (world frame, N and N m) from the next step on, in every substep as gravity is, until
+    /// they are set again (zeros take them off). The force adds to the body's acceleration
+    /// `F / m` beside gravity's (a force of `-m g` holds it floating); the torque turns it by
+    /// `I⁻¹ τ` before the gyroscopic term. The restitution stage's energy bound counts the
+    /// force's work as it counts gravity's, not the torque's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
+    /// [`Error::NotDynamic`](crate::Error::NotDynamic) for a static or kinematic body,
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
+    fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()>;
+
     /// Moves a dynamic or kinematic body to a pose: `position` and `orientation` are its own
     /// frame's, as in [`RigidBodyDesc`](crate::RigidBodyDesc) (the orientation is normalized);
     /// its velocities stay. It takes effect from the next step, which finds the body's contacts

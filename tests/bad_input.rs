@@ -161,6 +161,14 @@ fn handles_and_velocities_are_checked_on_both_backends() {
         assert!(matches!(error, Error::DegenerateShape { .. }), "{name}: {error}");
         let error = bad_pose(&mut solver, floor, Vec3::Y, Quat::IDENTITY);
         assert!(matches!(error, Error::StaticBody { .. }), "{name}: {error}");
+        let error = solver.set_force(foreign, Vec3::X, Vec3::ZERO).expect_err("foreign");
+        assert!(matches!(error, Error::InvalidHandle { what: "body", .. }), "{name}: {error}");
+        let error = solver.set_force(body, Vec3::new(f32::NAN, 0.0, 0.0), Vec3::ZERO).expect_err("NaN");
+        assert!(matches!(error, Error::NonFinite { what: "body force", .. }), "{name}: {error}");
+        let error = solver.set_force(body, Vec3::ZERO, Vec3::NEG_INFINITY).expect_err("infinite");
+        assert!(matches!(error, Error::NonFinite { what: "body torque", .. }), "{name}: {error}");
+        let error = solver.set_force(floor, Vec3::X, Vec3::ZERO).expect_err("static");
+        assert!(matches!(error, Error::NotDynamic { .. }), "{name}: {error}");
         // A world without joints: every joint handle is foreign.
         let error = solver.set_joint_motor(JointHandle::from_index(0), JointMotor { speed: 1.0, max_effort: 1.0 });
         assert!(matches!(error, Err(Error::InvalidHandle { what: "joint", index: 0, count: 0 })), "{name}: {error:?}");

@@ -78,7 +78,11 @@ fn host_structs_match_wgsl_layout() {
             friction,
             restitution,
             linear_damping,
-            angular_damping
+            angular_damping,
+            force,
+            _pad0,
+            torque,
+            _pad1
         ]
     );
     check_struct!(

@@ -1246,16 +1246,20 @@ fn jacobian_column<L: Lanes>(e: V3<L>, ie: L, wm: V3<L>, iw: V3<L>, half_h: L) -
 fn integrate<L: Lanes>(p: &StepParams, bodies: &mut [GpuBody], props: &[GpuBodyProps]) {
     let (bodies, props) = (&mut bodies[..L::N], &props[..L::N]);
     let (zero, one, h) = (L::splat(0.0), L::splat(1.0), L::splat(p.h));
-    let hg = p.h * p.gravity;
-    let gravity = V3 { x: L::splat(hg.x), y: L::splat(hg.y), z: L::splat(hg.z) };
+    let g = p.gravity;
+    let gravity = V3 { x: L::splat(g.x), y: L::splat(g.y), z: L::splat(g.z) };
+    let inv_mass = L::from_fn(|l| bodies[l].inv_mass);
+    let accel = gravity.add(V3::gather(|l| props[l].force).scale(inv_mass));
     let linear_damping = L::from_fn(|l| props[l].linear_damping);
     let angular_damping = L::from_fn(|l| props[l].angular_damping);
-    let v = V3::gather(|l| bodies[l].linear_velocity).add(gravity).scale(one / (one + h * linear_damping));
+    let v = V3::gather(|l| bodies[l].linear_velocity).add(accel.scale(h)).scale(one / (one + h * linear_damping));
     let inv_inertia = V3::gather(|l| props[l].inv_inertia);
     let inertia = V3 { x: one / inv_inertia.x, y: one / inv_inertia.y, z: one / inv_inertia.z };
     let q = Q4::gather(|l| bodies[l].orientation);
     let q_inv = Q4 { u: q.u.neg(), w: q.w };
-    let w0 = q_inv.rotate(V3::gather(|l| bodies[l].angular_velocity));
+    // The torque's impulse first, then the gyroscopic term from the velocity it leaves.
+    let kick = inv_inertia.scale(h).times(q_inv.rotate(V3::gather(|l| props[l].torque)));
+    let w0 = q_inv.rotate(V3::gather(|l| bodies[l].angular_velocity)).add(kick);
     let half_h = L::splat(0.5 * p.h);
     let axes = [V3 { x: one, y: zero, z: zero }, V3 { x: zero, y: one, z: zero }, V3 { x: zero, y: zero, z: one }];
     let mut wm = w0;

@@ -546,6 +546,13 @@ impl Solver for CpuSolver {
         Ok(())
     }
 
+    fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()> {
+        let i = self.handle(body)?;
+        let pr = &mut self.props[i];
+        (pr.force, pr.torque) = crate::layout::BodyFrame::checked_force(body, pr.kind, force, torque)?;
+        Ok(())
+    }
+
     fn set_pose(&mut self, body: BodyHandle, position: Vec3, orientation: glam::Quat) -> Result<()> {
         let i = self.handle(body)?;
         let (position, orientation) = self.frames[i].checked_pose(body, self.props[i].kind, position, orientation)?;

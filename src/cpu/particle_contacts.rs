@@ -572,6 +572,14 @@ fn friction_impulse(normal: Vec3, vt: Vec3, max_friction: f32, mass: f32) -> Vec
 /// cells than there are particles (a large static slab, or one very fast particle anywhere);
 /// the bounds grown by each pair's own reach reject most of them before the narrow phase.
 /// Twin of `body_particle_visit`.
+/// How much faster than its centre a body's surface, `arm` from its centre at most, can move
+/// within the substep, m/s: its spin, with what a set torque adds to it, and the substep's
+/// gravity and set force. Twin of the `spin` of `body_view` in shaders/particle_bodies.wgsl.
+fn surface_speedup(p: &StepParams, body: &GpuBody, pr: &GpuBodyProps, arm: f32) -> f32 {
+    let turn = body.angular_velocity.length() + p.h * pr.inv_inertia.max_element() * pr.torque.length();
+    turn * arm + p.h * (p.gravity.length() + body.inv_mass * pr.force.length())
+}
+
 fn for_each_particle_touching(
     p: &StepParams,
     geometry: &[Vec4],
@@ -586,7 +594,7 @@ fn for_each_particle_touching(
     let posed = Posed::new(shape, body.position, body.orientation, geometry, tables.topology);
     let (lo, hi) = posed.core_bounds();
     let arm = (hi - body.position).max(body.position - lo).length() + shape.radius;
-    let spin = body.angular_velocity.length() * arm + p.h * p.gravity.length();
+    let spin = surface_speedup(p, &body, &tables.props[b], arm);
     let sweep = p.h * (grid.fastest + body.linear_velocity.length() + spin);
     let reach = Vec3::splat(shape.radius + p.particle_reach + sweep);
     let c_lo = ((lo - reach) * p.particle_inv_cell).floor();

@@ -360,7 +360,8 @@ pub(crate) fn approach_velocity(vn: f32, separation: f32, gravity_n: f32) -> f32
     if separation > 0.0 && vn < 0.0 && gravity_n < 0.0 { -(vn * vn - 2.0 * gravity_n * separation).sqrt() } else { vn }
 }
 
-/// Unconstrained velocities for one substep: gravity, damping, and the gyroscopic term of
+/// Unconstrained velocities for one substep: gravity and the force and torque a program set
+/// ([`crate::Solver::set_force`]), damping, and the gyroscopic term of
 /// Euler's equations `I ω' = -ω x I ω` in the principal frame, integrated by the implicit
 /// midpoint rule: `ω1 = 2 ωm - ω0` with `I (ωm - ω0) + (h/2) ωm x I ωm = 0`, solved by two
 /// Newton steps from `ω0`. The midpoint rule keeps both quadratic invariants of the torque-free
@@ -400,9 +401,10 @@ pub(crate) fn integrate_velocity(p: &StepParams, b: &mut GpuBody, pr: &GpuBodyPr
         return;
     }
     let h = p.h;
-    let v = (b.linear_velocity + h * p.gravity) * (1.0 / (1.0 + h * pr.linear_damping));
+    let v = (b.linear_velocity + h * (p.gravity + b.inv_mass * pr.force)) * (1.0 / (1.0 + h * pr.linear_damping));
     let inertia = pr.inv_inertia.recip();
-    let w0 = rotate_inv(b.orientation, b.angular_velocity);
+    // The torque's impulse first, then the gyroscopic term from the velocity it leaves.
+    let w0 = rotate_inv(b.orientation, b.angular_velocity) + h * pr.inv_inertia * rotate_inv(b.orientation, pr.torque);
     let half_h = 0.5 * h;
     let mut wm = w0;
     for _ in 0..2 {
@@ -853,7 +855,10 @@ pub(crate) fn restitution(buf: &mut Buffers) {
         let b = *body;
         let q = b.orientation;
         let ke_solved = kinetic_energy(b.inv_mass, pr.inv_inertia, q, v_solved, w_solved);
-        let ke_start = sb.start_kinetic_energy + p.gravity.dot(sb.delta_position) / b.inv_mass;
+        // The energy at the start of the step and the work of gravity and of a set force
+        // since (not a set torque's).
+        let ke_start =
+            sb.start_kinetic_energy + p.gravity.dot(sb.delta_position) / b.inv_mass + pr.force.dot(sb.delta_position);
         let budget = max_restitution * max_restitution * (ke_start - ke_solved).max(0.0);
         let (dv, dw) = (m.v - v_solved, rotate_inv(q, m.w - w_solved));
         let wb = rotate_inv(q, w_solved);

@@ -81,6 +81,8 @@ pub struct GpuSolver {
     fused_substep: bool,
 }
 
+/// Where the bodies' properties are among the bindings of [`body_slots`].
+const PROPS: usize = 2;
 /// Where the static contact slots are among the bindings of [`body_slots`].
 const STATIC_CONTACTS: usize = 7;
 
@@ -127,7 +129,7 @@ impl GpuSolver {
         let storage = wgpu::BufferUsages::STORAGE;
         let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let bodies = make("bodies", non_empty(&packed.bodies), storage | copy)?;
-        let props = make("props", non_empty(&packed.props), storage)?;
+        let props = make("props", non_empty(&packed.props), storage | wgpu::BufferUsages::COPY_DST)?;
         let shapes = make("shapes", non_empty(&packed.shapes), storage)?;
         let geometry = make("geometry", non_empty(&packed.geometry), storage)?;
         let colliders = make("colliders", non_empty(&packed.colliders), storage)?;
@@ -871,6 +873,18 @@ impl Solver for GpuSolver {
         let data: [f32; 7] = [linear.x, linear.y, linear.z, 0.0, angular.x, angular.y, angular.z];
         let offset = (i * size_of::<GpuBody>() + std::mem::offset_of!(GpuBody, linear_velocity)) as u64;
         self.queue.write_buffer(&self.bodies, offset, bytemuck::cast_slice(&data));
+        Ok(())
+    }
+
+    fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()> {
+        let i = self.index(body)?;
+        let (force, torque) = BodyFrame::checked_force(body, self.kinds[i], force, torque)?;
+        // force (bytes 48..60 of the body's properties) and torque (64..76).
+        let at = |offset: usize| (i * size_of::<GpuBodyProps>() + offset) as u64;
+        let props = &self.body_buffers[PROPS];
+        let (force, torque): ([f32; 3], [f32; 3]) = (force.into(), torque.into());
+        self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, force)), bytemuck::cast_slice(&force));
+        self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, torque)), bytemuck::cast_slice(&torque));
         Ok(())
     }
 
