@@ -10,7 +10,10 @@
 //! testing every core point of a body (hull vertices, sphere and capsule centres with their
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
 //! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
-//! with the contacts as soft constraints.
+//! with the contacts as soft constraints. Between steps a program reads bodies, contacts
+//! ([`Solver::contacts`]) and joint reactions, and sets forces, poses, velocities and joint
+//! motors ([`Solver::set_force`], [`Solver::set_pose`], [`Solver::set_velocity`],
+//! [`Solver::set_joint_motor`]), on either backend alike.
 //!
 //! ```no_run
 //! use signorini::prelude::*;
