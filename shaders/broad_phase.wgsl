@@ -492,8 +492,17 @@ fn no_contact(a: u32, b: u32) -> bool {
     return false;
 }
 
+// Whether the collision groups of bodies a and b let them collide (each stores the complements
+// of its memberships and filter). Twin of `GpuBodyProps::groups_interact`.
+fn groups_interact(a: u32, b: u32) -> bool {
+    let pa = props[a];
+    let pb = props[b];
+    return (~pa.not_memberships & ~pb.not_filter) != 0u && (~pb.not_memberships & ~pa.not_filter) != 0u;
+}
+
 fn is_pair(a: u32, b: u32) -> bool {
-    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b) && spheres_within_margin(a, b) && !no_contact(a, b);
+    return (is_dynamic(a) || is_dynamic(b)) && overlaps(a, b) && spheres_within_margin(a, b) && !no_contact(a, b)
+        && groups_interact(a, b);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

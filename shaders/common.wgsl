@@ -85,9 +85,9 @@ struct BodyProps {
     linear_damping: f32,
     angular_damping: f32,
     force: vec3<f32>,
-    _pad0: u32,
+    not_memberships: u32,
     torque: vec3<f32>,
-    _pad1: u32,
+    not_filter: u32,
 }
 
 struct Shape {

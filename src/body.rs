@@ -99,6 +99,44 @@ pub struct RigidBodyDesc {
     pub linear_damping: f32,
     /// Angular velocity damping rate, 1/s. Default 0.
     pub angular_damping: f32,
+    /// Which other bodies it may collide with. Default [`CollisionGroups::ALL`].
+    pub collision_groups: CollisionGroups,
+}
+
+/// Collision groups: two bodies collide only if each is in a group the other's filter
+/// lets through, `a.memberships & b.filter != 0` and `b.memberships & a.filter != 0` (as
+/// Rapier's interaction groups). Between bodies only: every body meets the static planes and
+/// fields, and particles, whatever its groups.
+///
+/// ```
+/// use signorini::prelude::*;
+/// use signorini::CollisionGroups;
+/// // Debris: in group 2, colliding with everything but other debris.
+/// let debris = CollisionGroups { memberships: 0b10, filter: !0b10 };
+/// let desc = RigidBodyDesc::dynamic(Shape::sphere(0.05)).collision_groups(debris);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CollisionGroups {
+    /// The groups the body is in, one bit each.
+    pub memberships: u32,
+    /// The groups whose bodies it may collide with.
+    pub filter: u32,
+}
+
+impl CollisionGroups {
+    /// In every group, colliding with every group: the default.
+    pub const ALL: Self = Self { memberships: u32::MAX, filter: u32::MAX };
+
+    /// Whether bodies with these groups and `other` may collide.
+    pub fn interact(self, other: Self) -> bool {
+        self.memberships & other.filter != 0 && other.memberships & self.filter != 0
+    }
+}
+
+impl Default for CollisionGroups {
+    fn default() -> Self {
+        Self::ALL
+    }
 }
 
 impl RigidBodyDesc {
@@ -115,6 +153,7 @@ impl RigidBodyDesc {
             material: Material::default(),
             linear_damping: 0.0,
             angular_damping: 0.0,
+            collision_groups: CollisionGroups::ALL,
         }
     }
 
@@ -193,6 +232,13 @@ impl RigidBodyDesc {
     #[must_use]
     pub fn restitution(mut self, restitution: f32) -> Self {
         self.material.restitution = restitution;
+        self
+    }
+
+    /// Sets the collision groups ([`CollisionGroups`]).
+    #[must_use]
+    pub fn collision_groups(mut self, groups: CollisionGroups) -> Self {
+        self.collision_groups = groups;
         self
     }
 

@@ -79,12 +79,21 @@ pub struct GpuBodyProps {
     /// A constant force through the centre of mass, world frame, N, that the program set
     /// ([`Solver::set_force`](crate::Solver::set_force)); zero by default.
     pub force: Vec3,
-    /// Unused.
-    pub _pad0: u32,
+    /// The complement of the body's collision group memberships
+    /// ([`CollisionGroups`](crate::CollisionGroups)), so that zero is every group.
+    pub not_memberships: u32,
     /// A constant torque, world frame, N m, set with `force`.
     pub torque: Vec3,
-    /// Unused.
-    pub _pad1: u32,
+    /// The complement of the body's collision filter, so that zero lets every group through.
+    pub not_filter: u32,
+}
+
+impl GpuBodyProps {
+    /// Whether the collision groups of bodies with these properties and `other` let them
+    /// collide. Twin of `groups_interact` in shaders/broad_phase.wgsl.
+    pub fn groups_interact(&self, other: &Self) -> bool {
+        (!self.not_memberships & !other.not_filter) != 0 && (!other.not_memberships & !self.not_filter) != 0
+    }
 }
 const _: () = assert!(size_of::<GpuBodyProps>() == 80);
 
@@ -1039,6 +1048,8 @@ impl Packed {
                 restitution: desc.material.restitution,
                 linear_damping: desc.linear_damping,
                 angular_damping: desc.angular_damping,
+                not_memberships: !desc.collision_groups.memberships,
+                not_filter: !desc.collision_groups.filter,
                 ..GpuBodyProps::default()
             });
             frames.push(frame);

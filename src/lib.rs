@@ -51,7 +51,7 @@ mod shape;
 mod solver;
 mod world;
 
-pub use body::{BodyHandle, BodyKind, BodyState, MassSpec, Material, RigidBodyDesc};
+pub use body::{BodyHandle, BodyKind, BodyState, CollisionGroups, MassSpec, Material, RigidBodyDesc};
 pub use cpu::CpuSolver;
 pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, DispatchCosts, DispatchTime, GpuContext, GpuSolver, ScanCost, shaders};

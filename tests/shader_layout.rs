@@ -80,9 +80,9 @@ fn host_structs_match_wgsl_layout() {
             linear_damping,
             angular_damping,
             force,
-            _pad0,
+            not_memberships,
             torque,
-            _pad1
+            not_filter
         ]
     );
     check_struct!(

@@ -162,7 +162,8 @@ pub(crate) struct ContactState {
     /// The fewest manifolds per task when a color's pass is split over threads
     /// ([`PARALLEL_RUN`]; tests shorten it so that small scenes split too).
     pub run: usize,
-    /// Whether a joint keeps some pair of bodies from colliding (`no_contact`).
+    /// Whether a joint or their collision groups keep some pair of bodies from colliding
+    /// (`no_contact`).
     pub no_contact: bool,
 }
 
@@ -815,12 +816,13 @@ pub(crate) fn broad_phase(w: &BodyView, cs: &mut ContactState) {
     }
 }
 
-/// Whether a joint keeps bodies `a` and `b` from colliding: `b` in `a`'s list. Twin of
-/// `no_contact` in shaders/broad_phase.wgsl, which `is_pair` checks; here the broad phase's
-/// pairs are filtered once they are found.
+/// Whether bodies `a` and `b` may not collide: a joint keeps them apart (`b` in `a`'s list) or
+/// their collision groups do. Twin of `no_contact` and `groups_interact` in
+/// shaders/broad_phase.wgsl, which `is_pair` checks; here the broad phase's pairs are filtered
+/// once they are found.
 fn no_contact(w: &BodyView, a: u32, b: u32) -> bool {
-    let pr = &w.props[a as usize];
-    w.topology[pr.no_contact_first as usize..][..pr.no_contact_count as usize].contains(&b)
+    let (pa, pb) = (&w.props[a as usize], &w.props[b as usize]);
+    w.topology[pa.no_contact_first as usize..][..pa.no_contact_count as usize].contains(&b) || !pa.groups_interact(pb)
 }
 
 /// Whether bodies `i` and `j` are a candidate pair: their AABBs overlap and one is dynamic.

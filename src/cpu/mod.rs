@@ -198,7 +198,8 @@ impl CpuSolver {
             .map(|pool| std::sync::Arc::new(std::sync::Mutex::new(pool)));
         let mut contacts_state = ContactState::new(grid);
         contacts_state.parallel = pool.is_some();
-        contacts_state.no_contact = props.iter().any(|p| p.no_contact_count > 0);
+        contacts_state.no_contact =
+            props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0);
         Ok(Self {
             solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
             contacts: vec![GpuStaticContact::default(); slot_count as usize],
