@@ -90,6 +90,14 @@ struct BodyProps {
     not_filter: u32,
 }
 
+// The impulses a program applied to one body between steps, summed (`GpuImpulse`).
+struct Impulse {
+    impulse: vec3<f32>,
+    body: u32,
+    moment: vec3<f32>,
+    _pad: u32,
+}
+
 struct Shape {
     first_point: u32,
     point_count: u32,

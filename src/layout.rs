@@ -268,6 +268,76 @@ impl SlotRange {
     }
 }
 
+/// The impulses a program applied to one body between steps
+/// ([`Solver::apply_impulse`](crate::Solver::apply_impulse)), summed: applied at the start of
+/// the next step. 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuImpulse {
+    /// The impulses' sum, world frame, N s.
+    pub impulse: Vec3,
+    /// The body's index.
+    pub body: u32,
+    /// The sum of their moments about the world's origin, `Σ point × impulse`, N m s (the body's
+    /// centre may move before they are applied; the moment about it is taken then).
+    pub moment: Vec3,
+    /// Unused.
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<GpuImpulse>() == 32);
+
+impl GpuImpulse {
+    /// Applies the impulses to body `b` of properties `pr`: `Δv = J / m`,
+    /// `Δω = I⁻¹ (M - x × J)`. Twin of `apply_impulses` in shaders/impulses.wgsl.
+    pub fn apply(&self, b: &mut GpuBody, pr: &GpuBodyProps) {
+        let moment = self.moment - b.position.cross(self.impulse);
+        b.linear_velocity += b.inv_mass * self.impulse;
+        b.angular_velocity += rotate(b.orientation, pr.inv_inertia * rotate_inv(b.orientation, moment));
+    }
+}
+
+/// The impulses applied between steps, summed by body in the order they came, both
+/// solvers' queue of them until the next step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PendingImpulses {
+    /// One per body that has some.
+    pub entries: Vec<GpuImpulse>,
+    /// Where each body's entry is, by body ([`NO_BODY`] for none); sized at the first impulse.
+    slots: Vec<u32>,
+}
+
+impl PendingImpulses {
+    /// Adds `impulse` at world `point` to body `body` of `bodies`, once checked (finite, and the
+    /// body dynamic: `kind`).
+    pub fn add(&mut self, body: BodyHandle, bodies: usize, kind: u32, impulse: Vec3, point: Vec3) -> Result<()> {
+        check_finite("impulse", impulse, impulse.is_finite())?;
+        check_finite("impulse point", point, point.is_finite())?;
+        if kind != KIND_DYNAMIC {
+            return Err(Error::NotDynamic { index: body.0 });
+        }
+        if self.slots.len() != bodies {
+            self.slots = vec![NO_BODY; bodies];
+        }
+        let slot = &mut self.slots[body.index()];
+        if *slot == NO_BODY {
+            *slot = self.entries.len() as u32;
+            self.entries.push(GpuImpulse { body: body.0, ..GpuImpulse::default() });
+        }
+        let e = &mut self.entries[*slot as usize];
+        e.impulse += impulse;
+        e.moment += point.cross(impulse);
+        Ok(())
+    }
+
+    /// Forgets the entries (once applied).
+    pub fn clear(&mut self) {
+        for e in &self.entries {
+            self.slots[e.body as usize] = NO_BODY;
+        }
+        self.entries.clear();
+    }
+}
+
 /// A particle as the solvers store it. 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]

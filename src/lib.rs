@@ -11,9 +11,9 @@
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
 //! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
 //! with the contacts as soft constraints. Between steps a program reads bodies, contacts
-//! ([`Solver::contacts`]) and joint reactions, and sets forces, poses, velocities and joint
-//! motors ([`Solver::set_force`], [`Solver::set_pose`], [`Solver::set_velocity`],
-//! [`Solver::set_joint_motor`]), on either backend alike.
+//! ([`Solver::contacts`]) and joint reactions, and sets forces, impulses, poses, velocities
+//! and joint motors ([`Solver::set_force`], [`Solver::apply_impulse`], [`Solver::set_pose`],
+//! [`Solver::set_velocity`], [`Solver::set_joint_motor`]), on either backend alike.
 //!
 //! ```no_run
 //! use signorini::prelude::*;

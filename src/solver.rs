@@ -141,6 +141,17 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()>;
 
+    /// Applies an impulse (world frame, N s) at a world point to a dynamic body, at the start of
+    /// the next step: its velocity changes by `J / m` and its spin by `I⁻¹ (r × J)`, `r` from
+    /// its centre of mass then to `point`. Impulses applied to one body before a step add up.
+    /// For a push over time use [`Solver::set_force`], which acts in every substep.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
+    /// [`Error::NotDynamic`](crate::Error::NotDynamic) for a static or kinematic body,
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
+    fn apply_impulse(&mut self, body: BodyHandle, impulse: Vec3, point: Vec3) -> Result<()>;
+
     /// Moves a dynamic or kinematic body to a pose: `position` and `orientation` are its own
     /// frame's, as in [`RigidBodyDesc`](crate::RigidBodyDesc) (the orientation is normalized);
     /// its velocities stay. It takes effect from the next step, which finds the body's contacts

@@ -169,6 +169,14 @@ fn handles_and_velocities_are_checked_on_both_backends() {
         assert!(matches!(error, Error::NonFinite { what: "body torque", .. }), "{name}: {error}");
         let error = solver.set_force(floor, Vec3::X, Vec3::ZERO).expect_err("static");
         assert!(matches!(error, Error::NotDynamic { .. }), "{name}: {error}");
+        let error = solver.apply_impulse(foreign, Vec3::X, Vec3::ZERO).expect_err("foreign");
+        assert!(matches!(error, Error::InvalidHandle { what: "body", .. }), "{name}: {error}");
+        let error = solver.apply_impulse(body, Vec3::new(0.0, f32::NAN, 0.0), Vec3::ZERO).expect_err("NaN");
+        assert!(matches!(error, Error::NonFinite { what: "impulse", .. }), "{name}: {error}");
+        let error = solver.apply_impulse(body, Vec3::X, Vec3::splat(f32::INFINITY)).expect_err("infinite");
+        assert!(matches!(error, Error::NonFinite { what: "impulse point", .. }), "{name}: {error}");
+        let error = solver.apply_impulse(floor, Vec3::X, Vec3::ZERO).expect_err("static");
+        assert!(matches!(error, Error::NotDynamic { .. }), "{name}: {error}");
         // A world without joints: every joint handle is foreign.
         let error = solver.set_joint_motor(JointHandle::from_index(0), JointMotor { speed: 1.0, max_effort: 1.0 });
         assert!(matches!(error, Err(Error::InvalidHandle { what: "joint", index: 0, count: 0 })), "{name}: {error:?}");

@@ -5,8 +5,8 @@ use std::mem::{offset_of, size_of};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use signorini::layout::{
-    GpuBody, GpuBodyProps, GpuCollider, GpuJoint, GpuJointBreak, GpuManifold, GpuManifoldPoint, GpuPair, GpuParticle,
-    GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
+    GpuBody, GpuBodyProps, GpuCollider, GpuImpulse, GpuJoint, GpuJointBreak, GpuManifold, GpuManifoldPoint, GpuPair,
+    GpuParticle, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats, GpuWorkLayout, StepParams,
 };
 use signorini::shaders;
 
@@ -85,6 +85,7 @@ fn host_structs_match_wgsl_layout() {
             not_filter
         ]
     );
+    check_struct!(&module, "Impulse", GpuImpulse, [impulse, body, moment, _pad]);
     check_struct!(
         &module,
         "Shape",

@@ -150,6 +150,8 @@ pub struct CpuSolver {
     joint_order: Vec<u32>,
     /// Where each of the world's joints is in `joints`, and which have motors.
     joint_slots: crate::layout::JointSlots,
+    /// The impulses applied since the last step.
+    impulses: crate::layout::PendingImpulses,
     /// Each of `joints`' breaking loads and no-contact entries.
     joint_breaks: Vec<crate::layout::GpuJointBreak>,
     /// The joints that can break (indices into `joints`).
@@ -221,6 +223,7 @@ impl CpuSolver {
             bounces: world.bodies_can_bounce(),
             joint_runs: Vec::with_capacity(joints.len()),
             joint_slots: crate::layout::JointSlots::new(&joints, &joint_order),
+            impulses: Default::default(),
             joints,
             joint_colors,
             joint_order,
@@ -372,6 +375,11 @@ impl CpuSolver {
         let bodies = p.body_contacts != 0;
         let mut t = StageTimes::default();
         let mut laps = Laps(std::time::Instant::now());
+        // The impulses applied since the last step, first.
+        for e in &self.impulses.entries {
+            e.apply(&mut self.bodies[e.body as usize], &self.props[e.body as usize]);
+        }
+        self.impulses.clear();
         if !self.breakable.is_empty() {
             let breaks = (&self.joint_breaks[..], &self.breakable[..]);
             joints::break_overloaded(&p, &mut self.joints, breaks, &mut self.topology, &self.bodies);
@@ -552,6 +560,11 @@ impl Solver for CpuSolver {
         let pr = &mut self.props[i];
         (pr.force, pr.torque) = crate::layout::BodyFrame::checked_force(body, pr.kind, force, torque)?;
         Ok(())
+    }
+
+    fn apply_impulse(&mut self, body: BodyHandle, impulse: Vec3, point: Vec3) -> Result<()> {
+        let i = self.handle(body)?;
+        self.impulses.add(body, self.bodies.len(), self.props[i].kind, impulse, point)
     }
 
     fn set_pose(&mut self, body: BodyHandle, position: Vec3, orientation: glam::Quat) -> Result<()> {

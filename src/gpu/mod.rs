@@ -2,6 +2,7 @@
 //! hand in its own `wgpu::Device` and `Queue`) and the solver that records the step.
 
 mod contacts;
+mod impulses;
 mod joints;
 mod kernels;
 mod particles;

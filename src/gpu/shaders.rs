@@ -77,6 +77,8 @@ pub const BIND_MANIFOLDS: &str = include_str!("../../shaders/bind_manifolds.wgsl
 pub const BIND_SOLVE: &str = include_str!("../../shaders/bind_solve.wgsl");
 /// Bindings of the joint stages.
 pub const BIND_JOINTS: &str = include_str!("../../shaders/bind_joints.wgsl");
+/// Bindings of the stage that applies the impulses a program gave between steps.
+pub const BIND_IMPULSES: &str = include_str!("../../shaders/bind_impulses.wgsl");
 
 /// Every stage file: (file stem, its bindings, source). Each stem names the stage it implements.
 pub const STAGES: &[(&str, &str, &str)] = &[
@@ -128,6 +130,7 @@ pub const STAGES: &[(&str, &str, &str)] = &[
         concat!(include_str!("../../shaders/integrate.wgsl"), include_str!("../../shaders/solve_contacts.wgsl")),
     ),
     ("joints", BIND_JOINTS, include_str!("../../shaders/joints.wgsl")),
+    ("impulses", BIND_IMPULSES, include_str!("../../shaders/impulses.wgsl")),
     (
         "broad_phase",
         BIND_PAIRS,

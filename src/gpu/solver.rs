@@ -48,6 +48,10 @@ pub struct GpuSolver {
     /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows
     /// (in the order of [`body_slots`]).
     body_buffers: [wgpu::Buffer; 9],
+    /// The impulses applied since the last step, summed per body.
+    pending_impulses: crate::layout::PendingImpulses,
+    /// The stage that applies them, made at the first.
+    impulses: Option<super::impulses::GpuImpulses>,
     /// Where each body's static contact slots are in `body_buffers[STATIC_CONTACTS]`.
     slot_ranges: Vec<crate::layout::SlotRange>,
     /// How many static contact slots there are.
@@ -81,6 +85,8 @@ pub struct GpuSolver {
     fused_substep: bool,
 }
 
+/// Where the bodies are among the bindings of [`body_slots`].
+const BODIES: usize = 1;
 /// Where the bodies' properties are among the bindings of [`body_slots`].
 const PROPS: usize = 2;
 /// Where the static contact slots are among the bindings of [`body_slots`].
@@ -232,6 +238,8 @@ impl GpuSolver {
             params: packed.params,
             kinds: packed.props.iter().map(|p: &GpuBodyProps| p.kind).collect(),
             slot_ranges: crate::layout::SlotRange::of(&packed.props, &packed.shapes),
+            pending_impulses: Default::default(),
+            impulses: None,
             slot_count: packed.slot_count,
             frames: packed.frames,
             body_grid: dispatch_grid(body_count, WORKGROUP_SIZE),
@@ -738,10 +746,17 @@ impl Solver for GpuSolver {
         if let Some(clock) = clock.as_mut() {
             clock.collect();
         }
+        if let Some(impulses) = self.impulses.as_mut() {
+            impulses.upload(&self.queue, &mut self.pending_impulses);
+        }
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("steps") });
         {
             let mut pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
+            // The impulses applied since the last step, before the first step's stages.
+            if let Some(impulses) = self.impulses.as_mut() {
+                impulses.record(&mut pass);
+            }
             for k in 0..n - 1 {
                 self.record_step(&mut pass, self.steps + k as u64, &mut Marks::off());
             }
@@ -885,6 +900,17 @@ impl Solver for GpuSolver {
         let (force, torque): ([f32; 3], [f32; 3]) = (force.into(), torque.into());
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, force)), bytemuck::cast_slice(&force));
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, torque)), bytemuck::cast_slice(&torque));
+        Ok(())
+    }
+
+    fn apply_impulse(&mut self, body: BodyHandle, impulse: Vec3, point: Vec3) -> Result<()> {
+        let i = self.index(body)?;
+        self.pending_impulses.add(body, self.frames.len(), self.kinds[i], impulse, point)?;
+        if self.impulses.is_none() {
+            let (bodies, props) = (&self.body_buffers[BODIES], &self.body_buffers[PROPS]);
+            let count = self.frames.len() as u32;
+            self.impulses = Some(super::impulses::GpuImpulses::new(&self.device, &self.modules, bodies, props, count));
+        }
         Ok(())
     }
 
