@@ -11,7 +11,7 @@
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
 //! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
 //! with the contacts as soft constraints. Between steps a program reads bodies, contacts
-//! ([`Solver::contacts`]) and joint reactions, and sets forces, impulses, poses, velocities
+//! ([`Solver::contacts`]) and joint reactions, casts rays ([`Solver::cast_ray`]), and sets forces, impulses, poses, velocities
 //! and joint motors ([`Solver::set_force`], [`Solver::apply_impulse`], [`Solver::set_pose`],
 //! [`Solver::set_velocity`], [`Solver::set_joint_motor`]), on either backend alike.
 //!
@@ -45,6 +45,7 @@ pub mod layout;
 pub mod math;
 pub mod particles;
 pub mod polytope;
+mod query;
 pub mod scenes;
 pub mod sdf;
 mod shape;
@@ -57,9 +58,10 @@ pub use error::{Error, Result};
 pub use gpu::{AdapterSummary, DispatchCosts, DispatchTime, GpuContext, GpuSolver, ScanCost, shaders};
 pub use joint::{JointBreaking, JointCone, JointDesc, JointHandle, JointKind, JointMotor, JointReaction};
 pub use particles::{Particle, ParticleState};
+pub use query::{RAY_FIELD_STEPS, RAY_FIELD_TOLERANCE, RayHit};
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
-pub use solver::{Contact, ContactWith, Solver, StageTimes, StepStats};
+pub use solver::{Collidable, Contact, Solver, StageTimes, StepStats};
 pub use world::{
     ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
     SolverSettings, Stabilization, World, WorldDesc,

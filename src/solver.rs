@@ -141,6 +141,28 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()>;
 
+    /// The first body, static plane or field that a ray from `origin` along `direction` meets
+    /// within `max_distance` (m; infinite for no limit), in the current state: the bodies that
+    /// `groups` lets through (`groups.interact` with the body's groups; pass
+    /// [`CollisionGroups::ALL`](crate::CollisionGroups::ALL) for every body), every collider.
+    /// Exact for spheres, capsules, boxes, hulls and planes; a field is sphere traced to within
+    /// [`RAY_FIELD_TOLERANCE`](crate::RAY_FIELD_TOLERANCE) of its surface (as exact as its
+    /// distance). A ray that starts inside something hits it at distance 0. The bodies are
+    /// tested one by one, each against its bounding sphere first: a query, not for millions of
+    /// rays a step. On the GPU this waits for the queued steps and reads the bodies back.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for a NaN or infinite origin or direction,
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange) for a zero direction or a length that is
+    /// not positive.
+    fn cast_ray(
+        &mut self,
+        origin: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+        groups: crate::CollisionGroups,
+    ) -> Result<Option<crate::RayHit>>;
+
     /// Applies an impulse (world frame, N s) at a world point to a dynamic body, at the start of
     /// the next step: its velocity changes by `J / m` and its spin by `I⁻¹ (r × J)`, `r` from
     /// its centre of mass then to `point`. Impulses applied to one body before a step add up.
@@ -195,14 +217,16 @@ pub trait Solver {
     }
 }
 
-/// What a reported [`Contact`] touched besides its body.
+/// A static plane, a static signed distance field or a body: what a reported [`Contact`]
+/// touched besides its body (a body there has a higher handle than the contact's), or what a
+/// ray hit ([`Solver::cast_ray`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ContactWith {
+pub enum Collidable {
     /// A static plane.
     Plane(crate::PlaneHandle),
     /// A static signed distance field.
     Sdf(crate::SdfHandle),
-    /// Another body, of a higher handle than the contact's body.
+    /// A body.
     Body(BodyHandle),
 }
 
@@ -211,10 +235,10 @@ pub enum ContactWith {
 /// between two bodies the points of their manifold, speculative ones (still apart) included.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contact {
-    /// The body: with [`ContactWith::Body`], the pair's lower handle.
+    /// The body: with [`Collidable::Body`], the pair's lower handle.
     pub body: BodyHandle,
     /// What it touched.
-    pub with: ContactWith,
+    pub with: Collidable,
     /// Where, world frame, m: midway between the two surfaces as the last step found them,
     /// carried by the bodies' centres to where they are now (not turned with them).
     pub point: Vec3,
@@ -233,7 +257,7 @@ pub struct Contact {
 }
 
 /// The contacts of a step's static contact slots and body manifolds, by body and then by what
-/// each touched (the order of [`ContactWith`]), in slot and point order within one pair: what
+/// each touched (the order of [`Collidable`]), in slot and point order within one pair: what
 /// both solvers report from the same records. `slot_ranges[i]` is where body `i`'s slots are;
 /// `bodies` are the states now.
 pub(crate) fn contact_reports(
@@ -261,9 +285,9 @@ pub(crate) fn contact_reports(
                 params.plane_count + (block - params.collider_count) % sdfs
             };
             let with = if collider < params.plane_count {
-                ContactWith::Plane(crate::PlaneHandle::from_index(collider as usize))
+                Collidable::Plane(crate::PlaneHandle::from_index(collider as usize))
             } else {
-                ContactWith::Sdf(crate::SdfHandle::from_index((collider - params.plane_count) as usize))
+                Collidable::Sdf(crate::SdfHandle::from_index((collider - params.plane_count) as usize))
             };
             let n = c.normal;
             let (t1, t2) = crate::math::tangent_basis(n);
@@ -289,7 +313,7 @@ pub(crate) fn contact_reports(
             let impulse = q.normal_impulse * n + q.tangent_impulse_1 * t1 + q.tangent_impulse_2 * t2;
             out.push(Contact {
                 body: BodyHandle(m.body_a),
-                with: ContactWith::Body(BodyHandle(m.body_b)),
+                with: Collidable::Body(BodyHandle(m.body_b)),
                 point: 0.5 * (on_a + on_b),
                 // From B towards A, and the impulse's opposite: what A received.
                 normal: -n,

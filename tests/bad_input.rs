@@ -177,6 +177,15 @@ fn handles_and_velocities_are_checked_on_both_backends() {
         assert!(matches!(error, Error::NonFinite { what: "impulse point", .. }), "{name}: {error}");
         let error = solver.apply_impulse(floor, Vec3::X, Vec3::ZERO).expect_err("static");
         assert!(matches!(error, Error::NotDynamic { .. }), "{name}: {error}");
+        let all = signorini::CollisionGroups::ALL;
+        let error = solver.cast_ray(Vec3::splat(f32::NAN), Vec3::X, 1.0, all).expect_err("NaN");
+        assert!(matches!(error, Error::NonFinite { what: "ray origin", .. }), "{name}: {error}");
+        let error = solver.cast_ray(Vec3::ZERO, Vec3::ZERO, 1.0, all).expect_err("no direction");
+        assert!(matches!(error, Error::OutOfRange { what: "ray direction length", .. }), "{name}: {error}");
+        let error = solver.cast_ray(Vec3::ZERO, Vec3::X, 0.0, all).expect_err("no length");
+        assert!(matches!(error, Error::OutOfRange { what: "ray length", .. }), "{name}: {error}");
+        let error = solver.cast_ray(Vec3::ZERO, Vec3::X, f32::NAN, all).expect_err("NaN length");
+        assert!(matches!(error, Error::OutOfRange { what: "ray length", .. }), "{name}: {error}");
         // A world without joints: every joint handle is foreign.
         let error = solver.set_joint_motor(JointHandle::from_index(0), JointMotor { speed: 1.0, max_effort: 1.0 });
         assert!(matches!(error, Err(Error::InvalidHandle { what: "joint", index: 0, count: 0 })), "{name}: {error:?}");

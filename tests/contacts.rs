@@ -6,7 +6,7 @@ mod common;
 use signorini::layout::GpuManifold;
 use signorini::prelude::*;
 use signorini::scenes;
-use signorini::{CollisionGroups, Contact, ContactWith, PlaneHandle};
+use signorini::{Collidable, CollisionGroups, Contact, PlaneHandle};
 
 fn contacts_desc(gravity: Vec3) -> WorldDesc {
     WorldDesc { gravity, ..WorldDesc::default() }
@@ -618,7 +618,7 @@ fn contacts_report_the_forces_that_hold_each_body() {
         .add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).mass(0.5).position(Vec3::new(3.0, 0.6, 0.0)))
         .unwrap();
     let slider = world.add_body(cube(0.1, 1.0).position(Vec3::new(-3.0, 0.1, 0.0))).unwrap();
-    let floor = ContactWith::Plane(PlaneHandle::from_index(0));
+    let floor = Collidable::Plane(PlaneHandle::from_index(0));
     let mut reports = Vec::new();
     for mut solver in common::solvers(&world) {
         let name = solver.backend();
@@ -627,7 +627,7 @@ fn contacts_report_the_forces_that_hold_each_body() {
         solver.set_velocity(slider, Vec3::new(3.0, 0.0, 0.0), Vec3::ZERO).unwrap();
         solver.step_many(12);
         let contacts = solver.contacts().unwrap();
-        let of = |body: BodyHandle, with: ContactWith| -> Vec<Contact> {
+        let of = |body: BodyHandle, with: Collidable| -> Vec<Contact> {
             contacts.iter().filter(|c| c.body == body && c.with == with).copied().collect()
         };
         let total = |cs: &[Contact]| cs.iter().map(|c| c.force).sum::<Vec3>();
@@ -641,7 +641,7 @@ fn contacts_report_the_forces_that_hold_each_body() {
             assert!(c.point.y.abs() < 1e-3 && c.separation.abs() < 1e-3, "{name}: {c:?}");
         }
         // The upper box on the lower one.
-        let between = of(lower, ContactWith::Body(upper));
+        let between = of(lower, Collidable::Body(upper));
         assert!(
             near(total(&between), Vec3::new(0.0, -g, 0.0), 0.001),
             "{name}: the upper box presses with {}",
@@ -652,12 +652,12 @@ fn contacts_report_the_forces_that_hold_each_body() {
             assert!((c.point.y - 0.4).abs() < 1e-3 && c.separation.abs() < 1e-3, "{name}: {c:?}");
         }
         assert!(contacts.iter().all(|c| c.body != upper), "{name}: the upper box touches something else");
-        for c in contacts.iter().filter(|c| !matches!(c.with, ContactWith::Body(_)) && c.body != slider) {
+        for c in contacts.iter().filter(|c| !matches!(c.with, Collidable::Body(_)) && c.body != slider) {
             let friction = c.force - c.force.dot(c.normal) * c.normal;
             assert!(friction.length() < 1e-3, "{name}: {c:?}");
         }
         // The ball on the field.
-        let held = of(ball, ContactWith::Sdf(field));
+        let held = of(ball, Collidable::Sdf(field));
         let lowest = solver.body_state(ball).unwrap().position - Vec3::new(0.0, 0.1, 0.0);
         assert!(near(total(&held), Vec3::new(0.0, 0.5 * g, 0.0), 0.001), "{name}: {}", total(&held));
         assert!(held.iter().all(|c| c.point.distance(lowest) < 1e-3), "{name}: {held:?} against {lowest}");
@@ -745,7 +745,7 @@ fn collision_groups_keep_excluded_pairs_apart() {
         }
         let contacts = solver.contacts().unwrap();
         for &(lower, upper, stacks) in &columns {
-            let met = contacts.iter().any(|c| c.body == lower && c.with == ContactWith::Body(upper));
+            let met = contacts.iter().any(|c| c.body == lower && c.with == Collidable::Body(upper));
             assert_eq!(met, stacks, "{name}: {lower:?} and {upper:?}");
         }
         ends.push(states);

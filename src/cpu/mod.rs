@@ -562,6 +562,24 @@ impl Solver for CpuSolver {
         Ok(())
     }
 
+    fn cast_ray(
+        &mut self,
+        origin: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+        groups: crate::CollisionGroups,
+    ) -> Result<Option<crate::RayHit>> {
+        let ray = crate::query::checked_ray(origin, direction, max_distance)?;
+        let scene = crate::query::RayScene {
+            props: &self.props,
+            shapes: &self.shapes,
+            geometry: &self.geometry,
+            colliders: &self.colliders,
+            plane_count: self.params.plane_count,
+        };
+        Ok(crate::query::cast_ray(&scene, &self.bodies, ray, groups))
+    }
+
     fn apply_impulse(&mut self, body: BodyHandle, impulse: Vec3, point: Vec3) -> Result<()> {
         let i = self.handle(body)?;
         self.impulses.add(body, self.bodies.len(), self.props[i].kind, impulse, point)

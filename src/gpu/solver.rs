@@ -48,6 +48,8 @@ pub struct GpuSolver {
     /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows
     /// (in the order of [`body_slots`]).
     body_buffers: [wgpu::Buffer; 9],
+    /// The bodies' properties and shapes and the static colliders, for ray casts.
+    ray_tables: crate::query::RayTables,
     /// The impulses applied since the last step, summed per body.
     pending_impulses: crate::layout::PendingImpulses,
     /// The stage that applies them, made at the first.
@@ -239,6 +241,13 @@ impl GpuSolver {
             kinds: packed.props.iter().map(|p: &GpuBodyProps| p.kind).collect(),
             slot_ranges: crate::layout::SlotRange::of(&packed.props, &packed.shapes),
             pending_impulses: Default::default(),
+            ray_tables: crate::query::RayTables {
+                props: packed.props.clone(),
+                shapes: packed.shapes.clone(),
+                geometry: packed.geometry.clone(),
+                colliders: packed.colliders.clone(),
+                plane_count: packed.params.plane_count,
+            },
             impulses: None,
             slot_count: packed.slot_count,
             frames: packed.frames,
@@ -901,6 +910,18 @@ impl Solver for GpuSolver {
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, force)), bytemuck::cast_slice(&force));
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, torque)), bytemuck::cast_slice(&torque));
         Ok(())
+    }
+
+    fn cast_ray(
+        &mut self,
+        origin: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+        groups: crate::CollisionGroups,
+    ) -> Result<Option<crate::RayHit>> {
+        let ray = crate::query::checked_ray(origin, direction, max_distance)?;
+        let bodies = self.raw_bodies()?;
+        Ok(crate::query::cast_ray(&self.ray_tables.scene(), &bodies, ray, groups))
     }
 
     fn apply_impulse(&mut self, body: BodyHandle, impulse: Vec3, point: Vec3) -> Result<()> {
