@@ -95,7 +95,9 @@ struct Impulse {
     impulse: vec3<f32>,
     body: u32,
     moment: vec3<f32>,
-    _pad: u32,
+    _pad0: u32,
+    point: vec3<f32>,
+    _pad1: u32,
 }
 
 struct Shape {

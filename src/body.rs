@@ -1,6 +1,6 @@
 //! Rigid bodies: descriptors, handles, materials and the state read back from a solver.
 
-use glam::{Quat, Vec3};
+use glam::{Quat, Vec3, Vec4};
 
 use crate::error::{Error, Result, check_finite, check_non_negative, check_positive};
 use crate::shape::Shape;
@@ -272,6 +272,11 @@ impl RigidBodyDesc {
 pub(crate) fn unit_orientation(orientation: Quat) -> Result<Quat> {
     check_finite("body orientation", orientation, orientation.is_finite())?;
     let len = orientation.length();
+    if !len.is_finite() {
+        // A length past f32's range: scaled by the largest component first.
+        let scaled = orientation / Vec4::from(orientation).abs().max_element();
+        return Ok(scaled / scaled.length());
+    }
     if len < 1e-6 {
         return Err(Error::DegenerateShape { reason: "body orientation is a zero quaternion".into() });
     }

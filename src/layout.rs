@@ -270,7 +270,7 @@ impl SlotRange {
 
 /// The impulses a program applied to one body between steps
 /// ([`Solver::apply_impulse`](crate::Solver::apply_impulse)), summed: applied at the start of
-/// the next step. 32 bytes.
+/// the next step. 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuImpulse {
@@ -278,19 +278,24 @@ pub struct GpuImpulse {
     pub impulse: Vec3,
     /// The body's index.
     pub body: u32,
-    /// The sum of their moments about the world's origin, `Σ point × impulse`, N m s (the body's
-    /// centre may move before they are applied; the moment about it is taken then).
+    /// The sum of their moments about `point`, `Σ (p - point) × J`, N m s (about a point near
+    /// them rather than the origin, which may be far; the body's centre may move before they
+    /// are applied, and the moment about it is taken then).
     pub moment: Vec3,
     /// Unused.
-    pub _pad: u32,
+    pub _pad0: u32,
+    /// Where the first of them was applied, world frame, m.
+    pub point: Vec3,
+    /// Unused.
+    pub _pad1: u32,
 }
-const _: () = assert!(size_of::<GpuImpulse>() == 32);
+const _: () = assert!(size_of::<GpuImpulse>() == 48);
 
 impl GpuImpulse {
     /// Applies the impulses to body `b` of properties `pr`: `Δv = J / m`,
-    /// `Δω = I⁻¹ (M - x × J)`. Twin of `apply_impulses` in shaders/impulses.wgsl.
+    /// `Δω = I⁻¹ (M + (p - x) × J)`. Twin of `apply_impulses` in shaders/impulses.wgsl.
     pub fn apply(&self, b: &mut GpuBody, pr: &GpuBodyProps) {
-        let moment = self.moment - b.position.cross(self.impulse);
+        let moment = self.moment + (self.point - b.position).cross(self.impulse);
         b.linear_velocity += b.inv_mass * self.impulse;
         b.angular_velocity += rotate(b.orientation, pr.inv_inertia * rotate_inv(b.orientation, moment));
     }
@@ -318,14 +323,23 @@ impl PendingImpulses {
         if self.slots.len() != bodies {
             self.slots = vec![NO_BODY; bodies];
         }
-        let slot = &mut self.slots[body.index()];
-        if *slot == NO_BODY {
-            *slot = self.entries.len() as u32;
-            self.entries.push(GpuImpulse { body: body.0, ..GpuImpulse::default() });
+        let slot = self.slots[body.index()];
+        let old = match slot {
+            NO_BODY => GpuImpulse { body: body.0, point, ..GpuImpulse::default() },
+            k => self.entries[k as usize],
+        };
+        let sum = GpuImpulse {
+            impulse: old.impulse + impulse,
+            moment: old.moment + (point - old.point).cross(impulse),
+            ..old
+        };
+        check_finite("impulse sum", sum.impulse, sum.impulse.is_finite() && sum.moment.is_finite())?;
+        if slot == NO_BODY {
+            self.slots[body.index()] = self.entries.len() as u32;
+            self.entries.push(sum);
+        } else {
+            self.entries[slot as usize] = sum;
         }
-        let e = &mut self.entries[*slot as usize];
-        e.impulse += impulse;
-        e.moment += point.cross(impulse);
         Ok(())
     }
 

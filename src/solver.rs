@@ -133,7 +133,9 @@ pub trait Solver {
     /// they are set again (zeros take them off). The force adds to the body's acceleration
     /// `F / m` beside gravity's (a force of `-m g` holds it floating); the torque turns it by
     /// `I⁻¹ τ` before the gyroscopic term. The restitution stage's energy bound counts the
-    /// force's work as it counts gravity's, not the torque's.
+    /// force's work as it counts gravity's, not the torque's; a speculative contact's estimate
+    /// of the speed at which it closes (integrated to the time of contact) counts gravity
+    /// alone.
     ///
     /// # Errors
     /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
@@ -193,7 +195,8 @@ pub trait Solver {
     /// off): the relative speed it drives towards and the most torque or force it may apply,
     /// from the next step. The impulse it carries from the last substep is bounded by the new
     /// effort within the first substep (the solve clamps what it accumulates, warm start
-    /// included), so lowering the effort takes effect at once.
+    /// included), so lowering the effort takes effect at once. A broken joint takes the
+    /// setting and does nothing with it.
     ///
     /// # Errors
     /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
@@ -251,8 +254,9 @@ pub struct Contact {
     /// The force the contact applied to `body` over the last substep (its normal and friction
     /// impulses over the substep's length, as [`Solver::joint_reactions`] reports joints), N:
     /// its normal part along `normal`, at least 0, zero for a contact that did not act. `with`
-    /// received its opposite. A bounce's restitution impulse, applied after the substeps, is
-    /// not in it.
+    /// received its opposite. A bounce's restitution impulse, which the restitution stage adds
+    /// after the substeps, is in it too, over the same substep length: at an impact that
+    /// bounces the force spikes accordingly.
     pub force: Vec3,
 }
 

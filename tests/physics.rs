@@ -387,8 +387,9 @@ fn a_set_force_and_torque_accelerate_a_body_as_the_integrator_says() {
 /// relative, measured 1e-6; its inertia is not a sphere's, so this checks the world inverse inertia), and it
 /// read back unchanged before the step. (The strikes are light, a spin under 1 rad/s, so that
 /// the step's integration of the turning box keeps its world angular momentum to 1e-6.) Thirteen spheres struck at once take each its own
-/// (through the CPU's step start and the GPU's one dispatch alike). A static or kinematic body
-/// gets `NotDynamic`.
+/// (through the CPU's step start and the GPU's one dispatch alike), and a ball 2 km from the
+/// origin struck 0.1 m off its centre spins at `r × J / I` to 1e-5 relative. A static or
+/// kinematic body gets `NotDynamic`.
 #[test]
 fn an_impulse_changes_momentum_and_angular_momentum() {
     let mut world = common::world_with(Vec3::ZERO);
@@ -411,6 +412,8 @@ fn an_impulse_changes_momentum_and_angular_momentum() {
     let fixed = world.add_body(RigidBodyDesc::fixed(Shape::sphere(0.1)).position(Vec3::new(0.0, -5.0, 0.0))).unwrap();
     let moving =
         world.add_body(RigidBodyDesc::kinematic(Shape::sphere(0.1)).position(Vec3::new(0.0, -9.0, 0.0))).unwrap();
+    let far_away = Vec3::new(2000.0, 0.0, 0.0);
+    let far = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).mass(1.0).position(far_away)).unwrap();
     let strikes = [
         (Vec3::new(0.0, 0.0, 0.2), start + Vec3::new(0.5, 0.1, 0.0)),
         (Vec3::new(-0.05, 0.1, 0.025), start + Vec3::new(-0.2, 0.0, 0.1)),
@@ -424,6 +427,7 @@ fn an_impulse_changes_momentum_and_angular_momentum() {
         for (k, &s) in spheres.iter().enumerate() {
             solver.apply_impulse(s, Vec3::new(k as f32, 1.0, 0.0), Vec3::new(2.0 * k as f32, -3.0, 0.0)).unwrap();
         }
+        solver.apply_impulse(far, Vec3::new(0.0, 0.0, 0.01), far_away + Vec3::new(0.1, 0.0, 0.0)).unwrap();
         for other in [fixed, moving] {
             let error = solver.apply_impulse(other, Vec3::X, Vec3::ZERO).expect_err("not dynamic");
             assert!(matches!(error, Error::NotDynamic { .. }), "{name}: {error}");
@@ -438,6 +442,14 @@ fn an_impulse_changes_momentum_and_angular_momentum() {
             let v = states[s.index()].linear_velocity;
             assert!((v - Vec3::new(k as f32, 1.0, 0.0)).length() < 1e-6, "{name} {k}: {v}");
         }
+        // 2 km out, struck 0.1 m off its centre: `r × J / I`, some 0.25 rad/s about -y, to
+        // 1e-5 relative, with `r` the lever the strike's f32 coordinates can say (0.09998 m).
+        // The moments are summed about where the strike is: about the origin, the lever's
+        // arithmetic at 2 km would lose some 1e-3 of it.
+        let lever = (far_away + Vec3::new(0.1, 0.0, 0.0)) - far_away;
+        let expected = lever.cross(Vec3::new(0.0, 0.0, 0.01)) / 0.004;
+        let w = states[far.index()].angular_velocity;
+        assert!((w - expected).length() < 1e-5 * expected.length(), "{name}: far away, {w}, expected {expected}");
         // Applied once: the next step leaves the momentum as it is.
         solver.step();
         let (p2, _) = common::momentum(&world, &[box_], &solver.body_states().unwrap());

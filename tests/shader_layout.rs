@@ -85,7 +85,7 @@ fn host_structs_match_wgsl_layout() {
             not_filter
         ]
     );
-    check_struct!(&module, "Impulse", GpuImpulse, [impulse, body, moment, _pad]);
+    check_struct!(&module, "Impulse", GpuImpulse, [impulse, body, moment, _pad0, point, _pad1]);
     check_struct!(
         &module,
         "Shape",

@@ -556,22 +556,6 @@ fn friction_impulse(normal: Vec3, vt: Vec3, max_friction: f32, mass: f32) -> Vec
     if speed_t > 0.0 { normal - vt * (max_friction.min(mass * speed_t) / speed_t) } else { normal }
 }
 
-/// Calls `visit(j, normal, lever)` for every particle `j` that can reach body `b` within the
-/// substep: the narrow phase of the particle posed as a sphere against the body's shape, the
-/// normal from the body towards the particle and the lever of the body's surface point.
-///
-/// Detection is continuous in the speculative way: the margin of a pair is the particle margin
-/// plus how far the two can close in the substep, `h (|v_j - v_b| + |ω_b| R_b + h |g|)` with
-/// `R_b` the farthest the body's surface reaches from its centre (gravity is added to the
-/// particles after detection), and the contact's velocity bias lets them close by the gap and
-/// no more, so a particle at 100 m/s stops on the face of a 1 cm plate instead of passing
-/// through it between two substeps. The body visits the grid cells its bounds cover, grown by
-/// the particles' reach and by `h (fastest + |v_b| + |ω_b| R_b + h |g|)` for the fastest
-/// particle of the substep, each particle in the cell it lies in (a hash bucket shared by two
-/// of the cells is not visited twice), or every particle in order when its bounds cover more
-/// cells than there are particles (a large static slab, or one very fast particle anywhere);
-/// the bounds grown by each pair's own reach reject most of them before the narrow phase.
-/// Twin of `body_particle_visit`.
 /// How much faster than its centre a body's surface, `arm` from its centre at most, can move
 /// within the substep, m/s: its spin, with what a set torque adds to it, and the substep's
 /// gravity and set force. Twin of the `spin` of `body_view` in shaders/particle_bodies.wgsl.
@@ -580,6 +564,23 @@ fn surface_speedup(p: &StepParams, body: &GpuBody, pr: &GpuBodyProps, arm: f32) 
     turn * arm + p.h * (p.gravity.length() + body.inv_mass * pr.force.length())
 }
 
+/// Calls `visit(j, normal, lever)` for every particle `j` that can reach body `b` within the
+/// substep: the narrow phase of the particle posed as a sphere against the body's shape, the
+/// normal from the body towards the particle and the lever of the body's surface point.
+///
+/// Detection is continuous in the speculative way: the margin of a pair is the particle margin
+/// plus how far the two can close in the substep, `h (|v_j - v_b| + s_b)` with `s_b` how much
+/// faster than its centre the body's surface can move ([`surface_speedup`]: its spin over `R_b`,
+/// the farthest its surface reaches from its centre, and the substep's gravity and set force;
+/// gravity is added to the particles after detection), and the contact's velocity bias lets
+/// them close by the gap and no more, so a particle at 100 m/s stops on the face of a 1 cm
+/// plate instead of passing through it between two substeps. The body visits the grid cells
+/// its bounds cover, grown by the particles' reach and by `h (fastest + |v_b| + s_b)` for the
+/// fastest particle of the substep, each particle in the cell it lies in (a hash bucket shared by two
+/// of the cells is not visited twice), or every particle in order when its bounds cover more
+/// cells than there are particles (a large static slab, or one very fast particle anywhere);
+/// the bounds grown by each pair's own reach reject most of them before the narrow phase.
+/// Twin of `body_particle_visit`.
 fn for_each_particle_touching(
     p: &StepParams,
     geometry: &[Vec4],

@@ -8,7 +8,7 @@ use crate::layout::{GpuImpulse, PendingImpulses};
 
 /// The stage's buffers and pipeline, made at the first impulse.
 pub(crate) struct GpuImpulses {
-    /// Room for one entry per body.
+    /// Room for one entry per body (48 bytes each).
     buffer: wgpu::Buffer,
     /// The entry count of the next dispatch (in `x`).
     count: wgpu::Buffer,

@@ -218,8 +218,6 @@ impl GpuJoints {
         if self.fused.is_some() { 1 } else { self.colors() as u32 }
     }
 
-    /// The joints as the queued steps leave them, by color, and the world's index of each
-    /// (waits for the queue).
     /// Writes `motor` into `joint`'s record (see
     /// [`Solver::set_joint_motor`](crate::Solver::set_joint_motor)), ahead of the next
     /// submitted step.
@@ -232,6 +230,8 @@ impl GpuJoints {
         Ok(())
     }
 
+    /// The joints as the queued steps leave them, by color, and the world's index of each
+    /// (waits for the queue).
     pub fn read(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<(Vec<GpuJoint>, &[u32])> {
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read_joints") });
         encoder.copy_buffer_to_buffer(&self.buffer, 0, &self.readback, 0, self.buffer.size());
