@@ -996,17 +996,6 @@ impl BodyFrame {
         Ok(self.internal_pose(position, orientation))
     }
 
-    /// What [`Solver::set_force`](crate::Solver::set_force) writes for body `body` of kind
-    /// `kind`: the force and torque, checked.
-    pub fn checked_force(body: BodyHandle, kind: u32, force: Vec3, torque: Vec3) -> Result<(Vec3, Vec3)> {
-        check_finite("body force", force, force.is_finite())?;
-        check_finite("body torque", torque, torque.is_finite())?;
-        if kind != KIND_DYNAMIC {
-            return Err(Error::NotDynamic { index: body.0 });
-        }
-        Ok((force, torque))
-    }
-
     /// Converts an internal state to the user's view of it.
     pub fn user_state(&self, b: &GpuBody) -> BodyState {
         let p = self.principal_frame;
@@ -1018,6 +1007,17 @@ impl BodyFrame {
             angular_velocity: b.angular_velocity,
         }
     }
+}
+
+/// What [`Solver::set_force`](crate::Solver::set_force) writes for body `body` of kind `kind`:
+/// the force and torque, checked.
+pub(crate) fn checked_force(body: BodyHandle, kind: u32, force: Vec3, torque: Vec3) -> Result<(Vec3, Vec3)> {
+    check_finite("body force", force, force.is_finite())?;
+    check_finite("body torque", torque, torque.is_finite())?;
+    if kind != KIND_DYNAMIC {
+        return Err(Error::NotDynamic { index: body.0 });
+    }
+    Ok((force, torque))
 }
 
 /// Where each joint of a world sits among the joints sorted by color, and which have a motor:

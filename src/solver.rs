@@ -311,7 +311,7 @@ pub(crate) fn contact_reports(
     for m in manifolds {
         let (a, b, n) = (&bodies[m.body_a as usize], &bodies[m.body_b as usize], m.normal);
         let (t1, t2) = crate::math::tangent_basis(n);
-        for q in &m.points[..m.count as usize] {
+        for q in m.points.iter().take(m.count as usize) {
             let on_a = a.position + q.core_a + m.radius_a * n;
             let on_b = b.position + q.core_b - m.radius_b * n;
             let impulse = q.normal_impulse * n + q.tangent_impulse_1 * t1 + q.tangent_impulse_2 * t2;

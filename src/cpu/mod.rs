@@ -558,7 +558,7 @@ impl Solver for CpuSolver {
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()> {
         let i = self.handle(body)?;
         let pr = &mut self.props[i];
-        (pr.force, pr.torque) = crate::layout::BodyFrame::checked_force(body, pr.kind, force, torque)?;
+        (pr.force, pr.torque) = crate::layout::checked_force(body, pr.kind, force, torque)?;
         Ok(())
     }
 

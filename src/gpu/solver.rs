@@ -902,7 +902,7 @@ impl Solver for GpuSolver {
 
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()> {
         let i = self.index(body)?;
-        let (force, torque) = BodyFrame::checked_force(body, self.kinds[i], force, torque)?;
+        let (force, torque) = crate::layout::checked_force(body, self.kinds[i], force, torque)?;
         // force (bytes 48..60 of the body's properties) and torque (64..76).
         let at = |offset: usize| (i * size_of::<GpuBodyProps>() + offset) as u64;
         let props = &self.body_buffers[PROPS];
