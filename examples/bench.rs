@@ -5,7 +5,12 @@
 //! cargo run --release --example bench -- --scene pile --bodies 10000 --steps 200 --backend cpu
 //! cargo run --release --example bench -- --scene large-pyramid --backend gpu --json out.json
 //! cargo run --release --example bench -- --scene pile --bodies 2000 --backend cpu --compare rapier
+//! cargo run --release --example bench -- --scene ragdolls --bodies 704 --save-scene ragdolls.json
+//! cargo run --release --example bench -- --scene-file ragdolls.json --backend cpu --steps 100
 //! ```
+//!
+//! A scene file (JSON, `signorini::scene`) runs any world, written by `--save-scene` from a
+//! standard scene or by a program of one's own (`serde_json::to_string(&world)`).
 //!
 //! On a GPU whose device has timestamp queries inside compute passes, a step's time is the GPU's
 //! own: timestamps between its stage groups (`GpuSolver::time_stages`), taken on the last step
@@ -96,6 +101,15 @@ struct Args {
     /// The scene.
     #[arg(long, value_enum, default_value_t = Scene::Pile)]
     scene: Scene,
+    /// Reads the world from this scene file (JSON, as `--save-scene` writes it; see
+    /// `signorini::scene`) instead of building `--scene`: its own settings, with those given
+    /// on the command line over them (`--bodies` is ignored).
+    #[arg(long, conflicts_with = "scene")]
+    scene_file: Option<PathBuf>,
+    /// Writes the world as it would run (the scene or scene file, the command line's settings
+    /// and `--tilt` applied) to this scene file as JSON, and exits without running it.
+    #[arg(long)]
+    save_scene: Option<PathBuf>,
     /// Bodies, for the scenes whose size is free.
     #[arg(long, default_value_t = 10_000)]
     bodies: usize,
@@ -113,9 +127,9 @@ struct Args {
     /// The solver.
     #[arg(long, value_enum, default_value_t = Backend::Gpu)]
     backend: Backend,
-    /// How body-body constraints are solved.
-    #[arg(long, value_enum, default_value_t = SolverKind::Colored)]
-    solver: SolverKind,
+    /// How body-body constraints are solved (default: colored, or the scene file's).
+    #[arg(long, value_enum)]
+    solver: Option<SolverKind>,
     /// Substeps per step (default: the standard scenes' 4). Both engines use it.
     #[arg(long)]
     substeps: Option<u32>,
@@ -268,7 +282,8 @@ struct Report {
     /// The host's processor (`model name` of /proc/cpuinfo) and the logical CPUs this process
     /// may run on: CPU-path times and Rapier's depend on them.
     host_cpu: String,
-    scene: Scene,
+    /// The standard scene's name, or `file PATH` for a `--scene-file`.
+    scene: String,
     /// The `--tilt` disturbance, rad (0: the scene as built).
     tilt: f32,
     /// Whether resting manifolds skipped the narrow phase (`--no-recycle` turns it off).
@@ -462,34 +477,68 @@ fn host_cpu() -> String {
     format!("{model} ({count} logical CPUs)")
 }
 
-fn build(args: &Args) -> Result<World, signorini::Error> {
-    let mut desc = scenes::bench_desc();
-    desc.solver.constraint_solver = match args.solver {
-        SolverKind::Colored => ConstraintSolver::Colored,
-        SolverKind::Jacobi => ConstraintSolver::Jacobi,
-    };
+/// The settings given on the command line, over `desc`.
+fn override_settings(desc: &mut WorldDesc, args: &Args) {
+    if let Some(kind) = args.solver {
+        desc.solver.constraint_solver = match kind {
+            SolverKind::Colored => ConstraintSolver::Colored,
+            SolverKind::Jacobi => ConstraintSolver::Jacobi,
+        };
+    }
     if let Some(n) = args.substeps {
         desc.solver.substeps = n;
     }
     if let Some(n) = args.iterations {
         desc.solver.iterations = n;
     }
-    desc.solver.recycle_contacts = !args.no_recycle;
-    desc.solver.gpu_prepared_passes = args.prepared_passes;
-    desc.solver.gpu_fused_sweeps = args.fused_sweeps;
+    if args.no_recycle {
+        desc.solver.recycle_contacts = false;
+    }
+    if args.prepared_passes {
+        desc.solver.gpu_prepared_passes = true;
+    }
+    if args.fused_sweeps {
+        desc.solver.gpu_fused_sweeps = true;
+    }
     if let Some(n) = args.cpu_threads {
         desc.solver.cpu_threads = n;
     }
-    desc.solver.cpu_lanes = match args.cpu_lanes.as_deref() {
-        Some("4") => CpuLanes::Four,
-        Some("8") => CpuLanes::Eight,
-        _ => CpuLanes::Sixteen,
-    };
+    match args.cpu_lanes.as_deref() {
+        Some("4") => desc.solver.cpu_lanes = CpuLanes::Four,
+        Some("8") => desc.solver.cpu_lanes = CpuLanes::Eight,
+        Some(_) => desc.solver.cpu_lanes = CpuLanes::Sixteen,
+        None => {}
+    }
     if let (Some(hz), Stabilization::Soft { contact_hertz, .. }) = (args.contact_hertz, &mut desc.solver.stabilization)
     {
         *contact_hertz = hz;
     }
-    let world = match args.scene {
+}
+
+/// The world to run: the scene file's, or the standard scene's, with the command line's
+/// settings and tilt.
+fn build(args: &Args) -> Result<World, Box<dyn std::error::Error>> {
+    let world = match &args.scene_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut scene: signorini::Scene =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            override_settings(&mut scene.settings, args);
+            World::from_scene(scene).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => standard_scene(args)?,
+    };
+    if args.tilt == 0.0 {
+        return Ok(world);
+    }
+    Ok(scenes::tilted(&world, args.tilt)?)
+}
+
+/// The standard scene `--scene` with the command line's settings.
+fn standard_scene(args: &Args) -> Result<World, signorini::Error> {
+    let mut desc = scenes::bench_desc();
+    override_settings(&mut desc, args);
+    match args.scene {
         Scene::Pile => scenes::box_pile(desc, args.bodies, 1),
         Scene::Rain => scenes::rain(desc, args.bodies, 1),
         Scene::LargePyramid => Ok(scenes::pyramid(desc, 100)?.0),
@@ -505,11 +554,7 @@ fn build(args: &Args) -> Result<World, signorini::Error> {
         Scene::Ragdolls => scenes::ragdolls(desc, args.bodies.div_ceil(11).max(1)),
         Scene::ParticleBowl => scenes::particle_bowl(desc, args.bodies, 1),
         Scene::ParticleBodies => scenes::particle_bowl_with_bodies(desc, args.bodies, args.bodies / 100, 1),
-    }?;
-    if args.tilt == 0.0 {
-        return Ok(world);
     }
-    scenes::tilted(&world, args.tilt)
 }
 
 /// Total mechanical energy of the dynamic bodies and particles (kinetic plus potential in
@@ -609,7 +654,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::init();
     let args = Args::parse();
     let world = build(&args)?;
+    if let Some(path) = &args.save_scene {
+        std::fs::write(path, serde_json::to_string_pretty(&world)?).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!(
+            "wrote {} ({} bodies, {} joints, {} particles)",
+            path.display(),
+            world.body_count(),
+            world.joint_count(),
+            world.particle_count()
+        );
+        return Ok(());
+    }
     let settings = world.desc().solver;
+    let scene_name = match &args.scene_file {
+        Some(path) => format!("file {}", path.display()),
+        None => args.scene.to_possible_value().map_or_else(|| format!("{:?}", args.scene), |v| v.get_name().to_owned()),
+    };
     if world.particle_count() > 0 && args.compare.is_some() {
         return Err("the particle scenes have no Rapier counterpart: run them without --compare".into());
     }
@@ -652,8 +712,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("CPU solver: up to {lanes} SIMD lanes");
     }
     println!(
-        "scene: {:?}, bodies: {}, particles: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
-        args.scene,
+        "scene: {}, bodies: {}, particles: {}, planes: {}, warm-up {} + {} steps of {:.4} s, {} substeps x ({} + {} relax) iterations",
+        scene_name,
         world.body_count(),
         world.particle_count(),
         world.plane_count(),
@@ -754,12 +814,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         backend,
         software_adapter: software,
         host_cpu: host,
-        scene: args.scene,
+        scene: scene_name,
         tilt: args.tilt,
         recycle_contacts: settings.recycle_contacts,
         prepared_passes: settings.gpu_prepared_passes,
         fused_sweeps: settings.gpu_fused_sweeps,
-        solver: args.solver,
+        solver: match settings.constraint_solver {
+            ConstraintSolver::Colored => SolverKind::Colored,
+            ConstraintSolver::Jacobi => SolverKind::Jacobi,
+        },
         bodies: world.body_count(),
         particles: world.particle_count(),
         steps: args.steps,
@@ -941,9 +1004,15 @@ mod rapier_side {
             p.contact_softness = rp::SpringCoefficients::new(contact_hertz, contact_damping_ratio);
             p.static_contact_softness = rp::SpringCoefficients::new(static_hertz, static_damping_ratio);
         }
+        if world.sdf_count() > 0 {
+            return Err("the Rapier side builds no SDF colliders: run this scene without --compare".into());
+        }
         let mut handles = Vec::with_capacity(world.body_count());
         for i in 0..world.body_count() {
             let body = world.body(BodyHandle::from_index(i))?;
+            if body.collision_groups != signorini::CollisionGroups::ALL {
+                return Err("the Rapier side builds no collision groups: run this scene without --compare".into());
+            }
             let builder = match body.kind {
                 BodyKind::Dynamic => rp::RigidBodyBuilder::dynamic(),
                 BodyKind::Static => rp::RigidBodyBuilder::fixed(),

@@ -7,6 +7,8 @@ use crate::shape::Shape;
 
 /// How a body takes part in the simulation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum BodyKind {
     /// Moved by gravity and contacts.
     #[default]
@@ -24,6 +26,8 @@ pub enum BodyKind {
 /// coefficients keep their value) and restitution is the larger `max(ea, eb)` (a bouncy ball
 /// bounces on a dead floor). These are the rules of Box2D and Rapier's defaults.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Material {
     /// Coulomb friction coefficient μ, dimensionless, `>= 0`. Default 0.6.
     pub friction: f32,
@@ -60,11 +64,20 @@ impl Material {
 
 /// How a body's mass is given.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum MassSpec {
     /// Uniform density, kg/m³; mass and inertia follow from the shape.
     Density(f32),
     /// Total mass, kg; inertia follows from the shape at the matching uniform density.
     Mass(f32),
+}
+
+impl Default for MassSpec {
+    /// The density of water, 1000 kg/m³.
+    fn default() -> Self {
+        Self::Density(1000.0)
+    }
 }
 
 /// Everything needed to create a body. Build one with [`RigidBodyDesc::dynamic`],
@@ -78,28 +91,40 @@ pub enum MassSpec {
 ///     .friction(0.4);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RigidBodyDesc {
     /// Dynamic, static or kinematic.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub kind: BodyKind,
     /// Collision shape, in the body frame.
     pub shape: Shape,
     /// Position of the body-frame origin, m. Default zero.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub position: Vec3,
     /// Orientation of the body frame. Default identity. Normalized on insertion.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub orientation: Quat,
     /// Velocity of the centre of mass, m/s. Default zero.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub linear_velocity: Vec3,
     /// Angular velocity, world frame, rad/s. Default zero.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub angular_velocity: Vec3,
     /// Mass from density or given directly. Default density 1000 kg/m³ (water).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub mass: MassSpec,
     /// Friction and restitution. Default [`Material::default`].
+    #[cfg_attr(feature = "serde", serde(default))]
     pub material: Material,
     /// Linear velocity damping rate, 1/s: `v *= 1 / (1 + h c)` per substep. Default 0.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub linear_damping: f32,
     /// Angular velocity damping rate, 1/s. Default 0.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub angular_damping: f32,
     /// Which other bodies it may collide with. Default [`CollisionGroups::ALL`].
+    #[cfg_attr(feature = "serde", serde(default))]
     pub collision_groups: CollisionGroups,
 }
 
@@ -116,6 +141,8 @@ pub struct RigidBodyDesc {
 /// let desc = RigidBodyDesc::dynamic(Shape::sphere(0.05)).collision_groups(debris);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct CollisionGroups {
     /// The groups the body is in, one bit each.
     pub memberships: u32,
@@ -149,7 +176,7 @@ impl RigidBodyDesc {
             orientation: Quat::IDENTITY,
             linear_velocity: Vec3::ZERO,
             angular_velocity: Vec3::ZERO,
-            mass: MassSpec::Density(1000.0),
+            mass: MassSpec::default(),
             material: Material::default(),
             linear_damping: 0.0,
             angular_damping: 0.0,
@@ -280,11 +307,17 @@ pub(crate) fn unit_orientation(orientation: Quat) -> Result<Quat> {
     if len < 1e-6 {
         return Err(Error::DegenerateShape { reason: "body orientation is a zero quaternion".into() });
     }
+    if crate::math::is_unit_length(len) {
+        // Already unit to f32's precision: kept as given, so that normalizing twice (a world
+        // written to a scene and read back) changes no bit.
+        return Ok(orientation);
+    }
     Ok(orientation / len)
 }
 
 /// Names a body of a [`World`](crate::World); valid for every solver built from that world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BodyHandle(pub(crate) u32);
 
 impl BodyHandle {
@@ -302,6 +335,8 @@ impl BodyHandle {
 
 /// The motion state of a body, as read back from a solver.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct BodyState {
     /// Position of the body-frame origin, m.
     pub position: Vec3,

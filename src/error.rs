@@ -129,6 +129,17 @@ pub enum Error {
         /// The body's index.
         index: u32,
     },
+    /// An item of a [`Scene`](crate::Scene) was rejected when a world was built from it
+    /// ([`World::from_scene`](crate::World::from_scene)).
+    #[error("{item} {index} of the scene: {source}")]
+    InScene {
+        /// `"body"`, `"plane"`, `"SDF collider"`, `"particle"` or `"joint"`.
+        item: &'static str,
+        /// Its index in the scene's list of them.
+        index: usize,
+        /// Why it was rejected.
+        source: Box<Error>,
+    },
     /// A force was given to a body that is not dynamic (a kinematic body moves at the velocity
     /// it is given, a static one not at all).
     #[error("body {index} is not dynamic: forces act on dynamic bodies only")]

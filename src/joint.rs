@@ -36,6 +36,8 @@ use crate::error::{Error, Result, check_finite, check_non_negative};
 /// What a joint keeps between its two bodies.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum JointKind {
     /// Ball and socket: the bodies' anchor points stay together; they turn freely about it
     /// (three constraints), within a cone if it has one ([`JointDesc::cone`]) and twist limits
@@ -75,6 +77,8 @@ pub enum JointKind {
 
 /// A joint between two bodies of one world, at least one of them dynamic.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct JointDesc {
     /// The first body.
     pub body_a: BodyHandle,
@@ -87,6 +91,7 @@ pub struct JointDesc {
     /// Whether the two bodies still collide with each other. Default false: their shapes may
     /// overlap at the joint, as a chain's links or a limb's bones do. Two bodies joined by
     /// several joints collide only if every one of them that has not broken says so.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub collide: bool,
     /// A hinge's lowest and highest angle, rad, within `[-π, π]`: B's turn about the axis
     /// relative to A, 0 where they were added. Or a slider's lowest and highest translation,
@@ -112,6 +117,8 @@ pub struct JointDesc {
 /// one-sided limit, soft once passed and speculative before it is reached, as a hinge's are;
 /// the twist about the axis stays free unless limited too ([`JointDesc::twist`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct JointCone {
     /// The cone's axis, world frame at the bodies' initial poses (any length but zero).
     pub axis: Vec3,
@@ -126,11 +133,38 @@ pub struct JointCone {
 /// apart). The GPU decides it on the GPU, with no readback, in the same arithmetic as the CPU;
 /// joints without loads cost nothing for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct JointBreaking {
-    /// The largest force on B at its anchor, N (above 0; infinite for no limit).
+    /// The largest force on B at its anchor, N (above 0; infinite for no limit; in a scene
+    /// file `null` or left out).
+    #[cfg_attr(feature = "serde", serde(default = "unlimited", with = "load"))]
     pub force: f32,
-    /// The largest torque on B besides, N m (above 0; infinite for no limit).
+    /// The largest torque on B besides, N m (above 0; infinite for no limit; in a scene file
+    /// `null` or left out).
+    #[cfg_attr(feature = "serde", serde(default = "unlimited", with = "load"))]
     pub torque: f32,
+}
+
+/// No limit on a load: what a scene file's missing load means.
+#[cfg(feature = "serde")]
+fn unlimited() -> f32 {
+    f32::INFINITY
+}
+
+/// A breaking load in a scene file: a number, or `null` for no limit (infinity, which formats
+/// such as JSON cannot write as a number).
+#[cfg(feature = "serde")]
+mod load {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(load: &f32, serializer: S) -> Result<S::Ok, S::Error> {
+        (*load != f32::INFINITY).then_some(*load).serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f32, D::Error> {
+        Ok(Option::<f32>::deserialize(deserializer)?.unwrap_or(f32::INFINITY))
+    }
 }
 
 /// A motor: on a hinge it drives B's turn about the axis relative to A towards `speed`, with at
@@ -138,6 +172,8 @@ pub struct JointBreaking {
 /// with at most a force of `max_effort`. It is a rigid constraint (no softness), solved before
 /// the joint's limits, so that a limit stops what the motor drives.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct JointMotor {
     /// The relative speed it drives towards: rad/s on a hinge, m/s on a slider.
     pub speed: f32,
@@ -309,7 +345,7 @@ impl JointDesc {
             if length <= 1e-6 {
                 return Err(Error::InvalidJoint { reason: format!("the {what} {axis} has no direction") });
             }
-            Ok(axis / length)
+            Ok(if crate::math::is_unit_length(length) { axis } else { axis / length })
         };
         let kind = match self.kind {
             JointKind::Revolute { axis } => JointKind::Revolute { axis: direction("joint axis", axis)? },
@@ -401,6 +437,7 @@ impl JointDesc {
 
 /// Names a joint of a [`World`](crate::World), in the order the joints were added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct JointHandle(pub(crate) u32);
 
 impl JointHandle {
@@ -422,6 +459,8 @@ impl JointHandle {
 /// anchor). A joint's accumulated impulses over the substep, divided by the substep, which a
 /// joint that breaks ([`JointBreaking`]) compares with its loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct JointReaction {
     /// Force on B at its anchor, N.
     pub force: Vec3,

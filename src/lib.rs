@@ -13,7 +13,9 @@
 //! with the contacts as soft constraints. Between steps a program reads bodies, contacts
 //! ([`Solver::contacts`]) and joint reactions, casts rays ([`Solver::cast_ray`]), and sets forces, impulses, poses, velocities
 //! and joint motors ([`Solver::set_force`], [`Solver::apply_impulse`], [`Solver::set_pose`],
-//! [`Solver::set_velocity`], [`Solver::set_joint_motor`]), on either backend alike.
+//! [`Solver::set_velocity`], [`Solver::set_joint_motor`]), on either backend alike. A world is
+//! plain data too ([`Scene`]): with the `serde` feature it is written to and read from scene
+//! files in any serde format, through the same checks as when it was built ([`scene`]).
 //!
 //! ```no_run
 //! use signorini::prelude::*;
@@ -46,6 +48,7 @@ pub mod math;
 pub mod particles;
 pub mod polytope;
 mod query;
+pub mod scene;
 pub mod scenes;
 pub mod sdf;
 mod shape;
@@ -59,6 +62,7 @@ pub use gpu::{AdapterSummary, DispatchCosts, DispatchTime, GpuContext, GpuSolver
 pub use joint::{JointBreaking, JointCone, JointDesc, JointHandle, JointKind, JointMotor, JointReaction};
 pub use particles::{Particle, ParticleState};
 pub use query::{RAY_FIELD_STEPS, RAY_FIELD_TOLERANCE, RayHit};
+pub use scene::Scene;
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Collidable, Contact, Solver, StageTimes, StepStats};
@@ -75,7 +79,7 @@ struct ReadmeDoctests;
 pub mod prelude {
     pub use crate::{
         BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, JointDesc, JointHandle, JointKind,
-        JointMotor, Material, Particle, ParticleSettings, Plane, RigidBodyDesc, Sdf, SdfCollider, Shape, Solver,
+        JointMotor, Material, Particle, ParticleSettings, Plane, RigidBodyDesc, Scene, Sdf, SdfCollider, Shape, Solver,
         SolverSettings, Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};

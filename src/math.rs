@@ -192,6 +192,13 @@ impl Softness {
     }
 }
 
+/// Whether a length is 1 to f32's precision (within four machine epsilons): what normalizing a
+/// vector or quaternion leaves. Inputs that are already unit are stored as given, so that a
+/// world's descriptions, normalized once when they were added, are unchanged when added again.
+pub(crate) fn is_unit_length(length: f32) -> bool {
+    (length - 1.0).abs() <= 4.0 * f32::EPSILON
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -153,10 +153,13 @@ pub const PARTICLE_CONTACT_COLLIDER: u32 = 0x8000_0000;
 
 /// A particle to add to a [`World`](crate::World).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Particle {
     /// Centre, m.
     pub position: Vec3,
     /// Velocity, m/s.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub velocity: Vec3,
     /// Radius, m, `> 0`.
     pub radius: f32,
@@ -195,6 +198,8 @@ impl Particle {
 
 /// A particle's state as read back from a solver.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct ParticleState {
     /// Centre, m.
     pub position: Vec3,

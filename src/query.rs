@@ -11,6 +11,8 @@ use crate::solver::Collidable;
 
 /// What a ray met first ([`Solver::cast_ray`](crate::Solver::cast_ray)).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RayHit {
     /// What it hit.
     pub object: Collidable,

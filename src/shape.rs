@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 /// A collision shape, in the body's local frame (the frame the body's position and
 /// orientation refer to).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Shape {
     /// A ball of `radius` metres centred on the body origin.
     Sphere {
@@ -259,6 +261,8 @@ fn symmetric_eigen(m: DMat3) -> (DVec3, DMat3) {
 
 /// A convex polytope: the hull of a point cloud, with its vertices and outward-wound triangles.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "HullPoints", into = "HullPoints"))]
 pub struct ConvexHull {
     vertices: Vec<Vec3>,
     triangles: Vec<[u32; 3]>,
@@ -566,5 +570,30 @@ mod tests {
         assert!(matches!(ConvexHull::from_points(&same), Err(Error::DegenerateShape { .. })));
         let nan = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::new(0.0, 0.0, f32::NAN)];
         assert!(matches!(ConvexHull::from_points(&nan), Err(Error::NonFinite { .. })));
+    }
+}
+
+/// A convex hull as a scene file stores it: its points, from which the hull is computed again
+/// ([`ConvexHull::from_points`]; a hull's own vertices give the same hull).
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HullPoints {
+    points: Vec<Vec3>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<HullPoints> for ConvexHull {
+    type Error = Error;
+
+    fn try_from(h: HullPoints) -> Result<Self> {
+        Self::from_points(&h.points)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<ConvexHull> for HullPoints {
+    fn from(h: ConvexHull) -> Self {
+        Self { points: h.vertices }
     }
 }

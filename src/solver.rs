@@ -7,6 +7,8 @@ use crate::error::Result;
 
 /// Physical statistics of the current state and of the last step.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct StepStats {
     /// Steps taken since the solver was built.
     pub steps: u64,
@@ -224,6 +226,8 @@ pub trait Solver {
 /// touched besides its body (a body there has a higher handle than the contact's), or what a
 /// ray hit ([`Solver::cast_ray`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Collidable {
     /// A static plane.
     Plane(crate::PlaneHandle),
@@ -237,6 +241,8 @@ pub enum Collidable {
 /// an SDF, one per core point of a dynamic body (and per surface of a field it meets), and
 /// between two bodies the points of their manifold, speculative ones (still apart) included.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Contact {
     /// The body: with [`Collidable::Body`], the pair's lower handle.
     pub body: BodyHandle,

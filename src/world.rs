@@ -19,6 +19,8 @@ use crate::shape::MassProperties;
 /// its spring is integrated implicitly, so it is stable at any stiffness; Baumgarte stays
 /// available because it is the textbook formulation of seed 000 and a useful reference.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Stabilization {
     /// Soft contacts: a spring of the given frequency and damping ratio pushes penetrating
     /// bodies apart during the biased solve; the relax iterations remove that velocity.
@@ -61,6 +63,8 @@ impl Stabilization {
 
 /// Parameters of the contact solver.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct SolverSettings {
     /// Substeps per step. Each substep integrates velocities, solves with bias, integrates
     /// positions and relaxes. Default 4.
@@ -194,6 +198,8 @@ fn check_hertz(what: &'static str, hertz: f32) -> Result<()> {
 
 /// How constraints between bodies are solved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum ConstraintSolver {
     /// Graph-colored projected Gauss-Seidel: the constraints of one color share no dynamic
     /// body and are solved in parallel, the colors one after another; constraints beyond the
@@ -207,6 +213,8 @@ pub enum ConstraintSolver {
 /// The widest SIMD vectors the CPU solver may use ([`SolverSettings::cpu_lanes`]); on a
 /// processor without them it takes the widest it has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum CpuLanes {
     /// Four lanes (SSE on x86-64; glam's portable or NEON code elsewhere).
     Four,
@@ -259,6 +267,8 @@ impl Default for SolverSettings {
 
 /// Global settings of a world.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct WorldDesc {
     /// Gravitational acceleration, m/s². Default `(0, -9.81, 0)`: y is up.
     pub gravity: Vec3,
@@ -272,6 +282,8 @@ pub struct WorldDesc {
 
 /// Settings of the particles of a world.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ParticleSettings {
     /// Material of every particle, combined with a collider's as for bodies; its friction and
     /// restitution are also those of particle-particle contacts (two particles closing faster
@@ -358,12 +370,15 @@ impl WorldDesc {
 
 /// A static half-space boundary: the points `x` with `normal · x = offset`, solid below.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Plane {
     /// Outward normal (towards the free side). Normalized on insertion; must not be zero.
     pub normal: Vec3,
     /// Signed distance of the plane from the origin along `normal`, m.
     pub offset: f32,
     /// Surface material.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub material: Material,
 }
 
@@ -409,12 +424,16 @@ impl Plane {
         if len < 1e-6 {
             return Err(Error::DegenerateShape { reason: "plane normal is zero".into() });
         }
+        if crate::math::is_unit_length(len) {
+            return Ok(*self);
+        }
         Ok(Self { normal: self.normal / len, offset: self.offset / len, material: self.material })
     }
 }
 
 /// Names a plane of a [`World`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PlaneHandle(pub(crate) u32);
 
 impl PlaneHandle {

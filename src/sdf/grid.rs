@@ -25,6 +25,8 @@ pub const GRID_PADDING_CELLS: u32 = 3;
 /// the grid the distance is a lower bound (never more than the truth, at least 1/√2 of it),
 /// from the distance at the nearest point of the grid and the distance to the grid's box.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "GridSamples", into = "GridSamples"))]
 pub struct GridSdf {
     origin: Vec3,
     cell_size: f32,
@@ -85,6 +87,41 @@ impl GridSdf {
                 });
             }
         });
+        Ok(Self { origin, cell_size, dims, values })
+    }
+
+    /// A field from samples already computed: `values[i + dims.x (j + dims.y k)]` is the
+    /// signed distance at `origin + cell_size (i, j, k)`, m (what [`GridSdf::values`] returns,
+    /// and how a scene file stores a baked field). The samples should be a distance (at most
+    /// 1 m apart per metre): the collision and ray queries take them as one.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a NaN or infinite origin or sample, [`Error::NonPositive`] for
+    /// the cell size, [`Error::OutOfRange`] for fewer than 2 samples along an axis or more than
+    /// [`MAX_GRID_SAMPLES`] in all, [`Error::DegenerateShape`] for a sample count that is not
+    /// `dims.x dims.y dims.z`.
+    pub fn from_samples(origin: Vec3, cell_size: f32, dims: UVec3, values: Vec<f32>) -> Result<Self> {
+        check_finite("grid SDF origin", origin, origin.is_finite())?;
+        check_positive("grid SDF cell size", cell_size)?;
+        if dims.min_element() < 2 {
+            return Err(Error::OutOfRange {
+                what: "grid SDF samples along an axis",
+                range: "[2, 2^26]",
+                value: dims.min_element() as f32,
+            });
+        }
+        let samples = dims.x as u64 * dims.y as u64 * dims.z as u64;
+        if samples > MAX_GRID_SAMPLES {
+            return Err(Error::OutOfRange { what: "grid SDF samples", range: "[8, 2^26]", value: samples as f32 });
+        }
+        if values.len() as u64 != samples {
+            return Err(Error::DegenerateShape {
+                reason: format!("a grid SDF of {dims} samples has {} values", values.len()),
+            });
+        }
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { what: "grid SDF sample", value: bad.to_string() });
+        }
         Ok(Self { origin, cell_size, dims, values })
     }
 
@@ -423,5 +460,32 @@ mod tests {
         assert!((grid.sample(Vec3::new(1.5, 0.0, 0.0)).0 - 0.5).abs() < 1e-5);
         assert!(matches!(GridSdf::from_obj_reader(&mut "f 1 2 3\n".as_bytes(), 0.1), Err(Error::Mesh(_))));
         assert!(matches!(GridSdf::from_obj_file("/nonexistent.obj", 0.1), Err(Error::Mesh(_))));
+    }
+}
+
+/// A grid field as a scene file stores it, read back through [`GridSdf::from_samples`].
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GridSamples {
+    origin: Vec3,
+    cell_size: f32,
+    dims: UVec3,
+    values: Vec<f32>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<GridSamples> for GridSdf {
+    type Error = Error;
+
+    fn try_from(g: GridSamples) -> Result<Self> {
+        Self::from_samples(g.origin, g.cell_size, g.dims, g.values)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<GridSdf> for GridSamples {
+    fn from(g: GridSdf) -> Self {
+        Self { origin: g.origin, cell_size: g.cell_size, dims: g.dims, values: g.values }
     }
 }

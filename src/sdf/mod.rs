@@ -88,6 +88,8 @@ pub const SDF_INVERT: u32 = 19;
 /// assert!((d - 0.5).abs() < 1e-6 && (n - Vec3::Y).length() < 1e-6);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Sdf {
     /// A ball of the given radius.
     Sphere {
@@ -467,10 +469,13 @@ pub struct SdfProgram {
 
 /// A static collider made of a signed distance field and a surface material.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct SdfCollider {
     /// The field; the solid is where it is negative.
     pub sdf: Sdf,
     /// Surface material, combined with a body's as for planes.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub material: Material,
 }
 
@@ -504,6 +509,7 @@ impl SdfCollider {
 
 /// Names an SDF collider of a [`World`](crate::World).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SdfHandle(pub(crate) u32);
 
 impl SdfHandle {
