@@ -89,6 +89,11 @@ pub struct GpuBodyProps {
 }
 
 impl GpuBodyProps {
+    /// Stores collision groups as the record keeps them: their complements.
+    pub(crate) fn set_groups(&mut self, groups: crate::CollisionGroups) {
+        (self.not_memberships, self.not_filter) = (!groups.memberships, !groups.filter);
+    }
+
     /// Whether the collision groups of bodies with these properties and `other` let them
     /// collide. Twin of `groups_interact` in shaders/broad_phase.wgsl.
     pub fn groups_interact(&self, other: &Self) -> bool {
@@ -1119,7 +1124,7 @@ impl Packed {
                 angular_velocity,
                 ..GpuBody::default()
             });
-            props.push(GpuBodyProps {
+            let mut pr = GpuBodyProps {
                 inv_inertia: if dynamic { mp.principal_inertia.recip() } else { Vec3::ZERO },
                 shape,
                 slot_offset,
@@ -1132,10 +1137,10 @@ impl Packed {
                 restitution: desc.material.restitution,
                 linear_damping: desc.linear_damping,
                 angular_damping: desc.angular_damping,
-                not_memberships: !desc.collision_groups.memberships,
-                not_filter: !desc.collision_groups.filter,
                 ..GpuBodyProps::default()
-            });
+            };
+            pr.set_groups(desc.collision_groups);
+            props.push(pr);
             frames.push(frame);
         }
         let mut colliders: Vec<GpuCollider> = world

@@ -11,9 +11,10 @@
 //! radius) against every collider, with speculative margins so that fast bodies do not pass
 //! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
 //! with the contacts as soft constraints. Between steps a program reads bodies, contacts
-//! ([`Solver::contacts`]) and joint reactions, casts rays ([`Solver::cast_ray`]), and sets forces, impulses, poses, velocities
-//! and joint motors ([`Solver::set_force`], [`Solver::apply_impulse`], [`Solver::set_pose`],
-//! [`Solver::set_velocity`], [`Solver::set_joint_motor`]), on either backend alike. A world is
+//! ([`Solver::contacts`]) and joint reactions, casts rays ([`Solver::cast_ray`]), and sets forces,
+//! impulses, poses, velocities, collision groups and joint motors ([`Solver::set_force`],
+//! [`Solver::apply_impulse`], [`Solver::set_pose`], [`Solver::set_velocity`],
+//! [`Solver::set_collision_groups`], [`Solver::set_joint_motor`]), on either backend alike. A world is
 //! plain data too ([`Scene`]): with the `serde` feature it is written to and read from scene
 //! files in any serde format, through the same checks as when it was built ([`scene`]).
 //!

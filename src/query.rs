@@ -84,8 +84,8 @@ pub(crate) fn cast_ray(
     (origin, d, max): (Vec3, Vec3, f32),
     groups: CollisionGroups,
 ) -> Option<RayHit> {
-    let filter =
-        GpuBodyProps { not_memberships: !groups.memberships, not_filter: !groups.filter, ..GpuBodyProps::default() };
+    let mut filter = GpuBodyProps::default();
+    filter.set_groups(groups);
     let mut best: Option<RayHit> = None;
     let mut keep = |object: Collidable, hit: Option<(f32, Vec3)>| {
         if let Some((t, normal)) = hit

@@ -145,6 +145,17 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()>;
 
+    /// Sets the collision groups of a body of any kind ([`CollisionGroups`](crate::CollisionGroups))
+    /// from the next step: its broad phase finds the pairs they let meet and passes over those
+    /// they keep apart, contacts carried from the last step included. A body let through
+    /// another falls through it; one that meets again a body it overlaps is pushed out of it,
+    /// as any overlap is. Static planes, fields and particles meet every body whatever its
+    /// groups.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world.
+    fn set_collision_groups(&mut self, body: BodyHandle, groups: crate::CollisionGroups) -> Result<()>;
+
     /// The first body, static plane or field that a ray from `origin` along `direction` meets
     /// within `max_distance` (m; infinite for no limit), in the current state: the bodies that
     /// `groups` lets through (`groups.interact` with the body's groups; pass

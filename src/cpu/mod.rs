@@ -562,6 +562,14 @@ impl Solver for CpuSolver {
         Ok(())
     }
 
+    fn set_collision_groups(&mut self, body: BodyHandle, groups: crate::CollisionGroups) -> Result<()> {
+        let i = self.handle(body)?;
+        self.props[i].set_groups(groups);
+        // The broad phase filters its pairs once some body may refuse some.
+        self.contacts_state.no_contact |= groups != crate::CollisionGroups::ALL;
+        Ok(())
+    }
+
     fn cast_ray(
         &mut self,
         origin: Vec3,

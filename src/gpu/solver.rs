@@ -912,6 +912,24 @@ impl Solver for GpuSolver {
         Ok(())
     }
 
+    fn set_collision_groups(&mut self, body: BodyHandle, groups: crate::CollisionGroups) -> Result<()> {
+        let i = self.index(body)?;
+        // The ray queries' copy of the properties, then the GPU's: not_memberships (bytes
+        // 60..64 of the body's properties) and not_filter (76..80).
+        let host = &mut self.ray_tables.props[i];
+        host.set_groups(groups);
+        let at = |offset: usize| (i * size_of::<GpuBodyProps>() + offset) as u64;
+        let props = &self.body_buffers[PROPS];
+        let (memberships, filter) = (host.not_memberships, host.not_filter);
+        self.queue.write_buffer(
+            props,
+            at(std::mem::offset_of!(GpuBodyProps, not_memberships)),
+            bytemuck::bytes_of(&memberships),
+        );
+        self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, not_filter)), bytemuck::bytes_of(&filter));
+        Ok(())
+    }
+
     fn cast_ray(
         &mut self,
         origin: Vec3,
