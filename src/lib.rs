@@ -12,9 +12,10 @@
 //! through. Joints (ball, hinge, universal, weld, slider, point on plane; [`joint`]) are solved
 //! with the contacts as soft constraints. Between steps a program reads bodies, contacts
 //! ([`Solver::contacts`]) and joint reactions, casts rays ([`Solver::cast_ray`]), and sets forces,
-//! impulses, poses, velocities, collision groups and joint motors ([`Solver::set_force`],
-//! [`Solver::apply_impulse`], [`Solver::set_pose`], [`Solver::set_velocity`],
-//! [`Solver::set_collision_groups`], [`Solver::set_joint_motor`]), on either backend alike. A world is
+//! impulses, poses, velocities, collision groups, joint motors and gravity
+//! ([`Solver::set_force`], [`Solver::apply_impulse`], [`Solver::set_pose`],
+//! [`Solver::set_velocity`], [`Solver::set_collision_groups`], [`Solver::set_joint_motor`],
+//! [`Solver::set_gravity`]), on either backend alike. A world is
 //! plain data too ([`Scene`]): with the `serde` feature it is written to and read from scene
 //! files in any serde format, through the same checks as when it was built ([`scene`]).
 //!

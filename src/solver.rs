@@ -145,6 +145,16 @@ pub trait Solver {
     /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()>;
 
+    /// Sets the gravitational acceleration (m/s², world frame) from the next step on, for the
+    /// bodies and the particles, as [`WorldDesc::gravity`](crate::WorldDesc::gravity) set it
+    /// when the solver was built (the world's description keeps the value it was built with).
+    /// Everything that reads gravity reads the new value: the integration, the speculative
+    /// contacts' approach speeds and the restitution stage's energy bound.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
+    fn set_gravity(&mut self, gravity: Vec3) -> Result<()>;
+
     /// Sets the collision groups of a body of any kind ([`CollisionGroups`](crate::CollisionGroups))
     /// from the next step: its broad phase finds the pairs they let meet and passes over those
     /// they keep apart, contacts carried from the last step included. A body let through

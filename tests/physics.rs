@@ -583,6 +583,59 @@ fn a_set_force_is_resisted_by_friction_and_the_floor() {
     }
 }
 
+/// Gravity set on a running solver acts from the next step, on both backends: a ball and a
+/// particle in free fall for half a second under `g0` and then half a second under `g1` reach
+/// `v = 30 h_s g0 + 30 h_s g1` (the integrator adds `h g` per substep: within 1e-4 m/s). On a
+/// floor (friction 0.5 on both sides) a box under gravity turned so that its slope's tangent is
+/// 0.41, below `μ`, stays put (1e-3 m/s after 1 s); at 0.61 it slides, speeding up at
+/// `g_x - μ |g_y|` = 1.095 m/s² (its gain over 0.5 s within 1 %).
+#[test]
+fn gravity_set_while_running_acts_from_the_next_step() {
+    let (g0, g1) = (Vec3::new(0.0, -G, 0.0), Vec3::new(2.0, 1.0, -3.0));
+    let mut world = common::world_with(g0);
+    let ball = world.add_body(RigidBodyDesc::dynamic(Shape::sphere(0.1)).position(Vec3::new(0.0, 50.0, 0.0))).unwrap();
+    world.add_particle(Particle::new(Vec3::new(5.0, 50.0, 0.0), 0.05)).unwrap();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        solver.step_many(30);
+        solver.set_gravity(g1).unwrap();
+        solver.step_many(30);
+        let expected = 0.5 * (g0 + g1);
+        let v = solver.body_state(ball).unwrap().linear_velocity;
+        assert!((v - expected).abs().max_element() < 1e-4, "{name}: the ball at {v}, expected {expected}");
+        let p = solver.particle_states().unwrap()[0].velocity;
+        assert!((p - expected).abs().max_element() < 1e-4, "{name}: the particle at {p}, expected {expected}");
+        assert!(matches!(solver.set_gravity(Vec3::NAN), Err(Error::NonFinite { .. })), "{name}");
+    }
+
+    let mut world = common::world_with(g0);
+    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.5)).unwrap();
+    let body = world
+        .add_body(
+            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1)))
+                .mass(1.0)
+                .friction(0.5)
+                .position(Vec3::new(0.0, 0.1, 0.0)),
+        )
+        .unwrap();
+    for mut solver in common::solvers(&world) {
+        let name = solver.backend();
+        solver.step_many(30);
+        solver.set_gravity(Vec3::new(4.0, -G, 0.0)).unwrap();
+        solver.step_many(60);
+        let still = solver.body_state(body).unwrap().linear_velocity;
+        assert!(still.length() < 1e-3, "{name}: a slope of 0.41 moved it at {still}");
+        solver.set_gravity(Vec3::new(6.0, -G, 0.0)).unwrap();
+        solver.step_many(30);
+        let early = solver.body_state(body).unwrap().linear_velocity.x;
+        solver.step_many(30);
+        let late = solver.body_state(body).unwrap().linear_velocity.x;
+        let expected = (6.0 - 0.5 * G) * 0.5;
+        assert!(((late - early) / expected - 1.0).abs() < 0.01, "{name}: {early} -> {late} m/s, expected +{expected}");
+        eprintln!("{name}: {early} -> {late} m/s (expected +{expected})");
+    }
+}
+
 /// A kinematic body moves at the velocity it is given, ignores gravity and is not pushed by
 /// the floor; a static body never moves.
 #[test]

@@ -562,6 +562,12 @@ impl Solver for CpuSolver {
         Ok(())
     }
 
+    fn set_gravity(&mut self, gravity: Vec3) -> Result<()> {
+        check_finite("gravity", gravity, gravity.is_finite())?;
+        self.params.gravity = gravity;
+        Ok(())
+    }
+
     fn set_collision_groups(&mut self, body: BodyHandle, groups: crate::CollisionGroups) -> Result<()> {
         let i = self.handle(body)?;
         self.props[i].set_groups(groups);

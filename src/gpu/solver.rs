@@ -87,6 +87,8 @@ pub struct GpuSolver {
     fused_substep: bool,
 }
 
+/// Where the step's parameters are among the bindings of [`body_slots`].
+const PARAMS: usize = 0;
 /// Where the bodies are among the bindings of [`body_slots`].
 const BODIES: usize = 1;
 /// Where the bodies' properties are among the bindings of [`body_slots`].
@@ -159,7 +161,8 @@ impl GpuSolver {
         let params_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("params"),
             contents: uniform.as_ref(),
-            usage: wgpu::BufferUsages::UNIFORM,
+            // (Written again when the program sets the gravity.)
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         });
 
         let readback = |label, size| {
@@ -909,6 +912,15 @@ impl Solver for GpuSolver {
         let (force, torque): ([f32; 3], [f32; 3]) = (force.into(), torque.into());
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, force)), bytemuck::cast_slice(&force));
         self.queue.write_buffer(props, at(std::mem::offset_of!(GpuBodyProps, torque)), bytemuck::cast_slice(&torque));
+        Ok(())
+    }
+
+    fn set_gravity(&mut self, gravity: Vec3) -> Result<()> {
+        check_finite("gravity", gravity, gravity.is_finite())?;
+        self.params.gravity = gravity;
+        let mut uniform = encase::UniformBuffer::new(Vec::new());
+        uniform.write(&self.params).expect("StepParams fits a uniform buffer");
+        self.queue.write_buffer(&self.body_buffers[PARAMS], 0, uniform.as_ref());
         Ok(())
     }
 
