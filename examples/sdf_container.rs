@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     // Every body should be in the bowl: below its rim's top and within its inner sphere.
     let states = solver.body_states()?;
-    let outside = states.iter().filter(|s| !s.position.is_finite() || s.position.length() > radius + 0.05).count();
+    let outside = states.iter().filter(|s| s.position.length() > radius + 0.05).count();
     let settled = states.iter().filter(|s| s.position.y < 0.0).count();
     println!("{settled} bodies below the rim, {outside} outside the bowl's inner sphere (should be 0 once settled)");
     Ok(())

@@ -282,8 +282,8 @@ impl RigidBodyDesc {
         self.shape.validate()?;
         check_finite("body position", self.position, self.position.is_finite())?;
         let orientation = unit_orientation(self.orientation)?;
-        check_finite("body linear velocity", self.linear_velocity, self.linear_velocity.is_finite())?;
-        check_finite("body angular velocity", self.angular_velocity, self.angular_velocity.is_finite())?;
+        crate::error::check_speed("body linear velocity", self.linear_velocity)?;
+        crate::error::check_speed("body angular velocity", self.angular_velocity)?;
         match self.mass {
             MassSpec::Density(d) => check_positive("body density", d)?,
             MassSpec::Mass(m) => check_positive("body mass", m)?,
@@ -346,4 +346,14 @@ pub struct BodyState {
     pub linear_velocity: Vec3,
     /// Angular velocity, world frame, rad/s.
     pub angular_velocity: Vec3,
+}
+
+impl BodyState {
+    /// Whether every number of the state is finite.
+    pub fn is_finite(&self) -> bool {
+        self.position.is_finite()
+            && self.orientation.is_finite()
+            && self.linear_velocity.is_finite()
+            && self.angular_velocity.is_finite()
+    }
 }

@@ -131,14 +131,29 @@ pub enum Error {
     },
     /// An item of a [`Scene`](crate::Scene) was rejected when a world was built from it
     /// ([`World::from_scene`](crate::World::from_scene)).
-    #[error("{item} {index} of the scene: {source}")]
+    #[error("{item} {index} of the scene: {error}")]
     InScene {
         /// `"body"`, `"plane"`, `"SDF collider"`, `"particle"` or `"joint"`.
         item: &'static str,
         /// Its index in the scene's list of them.
         index: usize,
-        /// Why it was rejected.
-        source: Box<Error>,
+        /// Why it was rejected (in the message too, so not also the error's `source`).
+        error: Box<Error>,
+    },
+    /// The state read back is no longer finite: finite but extreme input (speeds, sizes, masses,
+    /// forces or a time step far from what f32 holds for the scene) made a step overflow, to a
+    /// NaN, an infinity, or a speed whose square is past f32's range (which the inputs may not
+    /// have either). The reads return this instead of such a state; the solver may be set right
+    /// again (`set_pose`, `set_velocity`) or rebuilt.
+    #[error(
+        "the simulation is no longer finite after step {step}: {what} holds a NaN, an infinity or a speed past 1.8e19"
+    )]
+    Diverged {
+        /// What holds it: `"body 17"`, `"particle 3"`, `"contact 0"`, `"the reaction of joint 2"`,
+        /// `"the bodies' kinetic energy"`.
+        what: String,
+        /// The steps taken when it was read.
+        step: u64,
     },
     /// A force was given to a body that is not dynamic (a kinematic body moves at the velocity
     /// it is given, a static one not at all).
@@ -152,6 +167,29 @@ pub enum Error {
 /// Checks that every component of a value is finite.
 pub(crate) fn check_finite<T: std::fmt::Debug>(what: &'static str, value: T, finite: bool) -> Result<()> {
     if finite { Ok(()) } else { Err(Error::NonFinite { what, value: format!("{value:?}") }) }
+}
+
+/// Checks that a velocity is finite and that its square is too (below 1.8e19 m/s or rad/s):
+/// a speed whose square overflows would stall or poison every step that measures it.
+pub(crate) fn check_speed(what: &'static str, velocity: glam::Vec3) -> Result<()> {
+    check_finite(what, velocity, velocity.is_finite())?;
+    let square = velocity.length_squared();
+    if square.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::OutOfRange { what, range: "a speed below 1.8e19 (its square finite)", value: velocity.length() })
+    }
+}
+
+/// Checks that a mass or moment of inertia is positive and has a finite inverse (at least
+/// f32's smallest normal number, 1.2e-38).
+pub(crate) fn check_invertible(what: &'static str, value: f32) -> Result<()> {
+    check_positive(what, value)?;
+    if value.recip().is_finite() {
+        Ok(())
+    } else {
+        Err(Error::OutOfRange { what, range: "[1.2e-38, inf) (its inverse finite)", value })
+    }
 }
 
 /// Checks that a scalar is finite and strictly positive.

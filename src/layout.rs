@@ -50,7 +50,8 @@ pub struct GpuBody {
 }
 const _: () = assert!(size_of::<GpuBody>() == 64);
 
-/// Properties of a body, constant but for the force and torque a program sets. 80 bytes.
+/// Properties of a body, constant but for the force, torque and collision groups a program
+/// sets. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuBodyProps {
@@ -741,7 +742,8 @@ impl GpuJointBreak {
     }
 }
 
-/// Per-step constants, written once when the solver is built (uniform buffer, encased).
+/// Per-step constants, written when the solver is built and again when a program sets the
+/// gravity (uniform buffer, encased).
 #[derive(Clone, Copy, Debug, Default, PartialEq, ShaderType)]
 pub struct StepParams {
     /// Gravity, m/s².

@@ -69,7 +69,7 @@ pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
 pub use solver::{Collidable, Contact, Solver, StageTimes, StepStats};
 pub use world::{
-    ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
+    ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MAX_PASSES, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
     SolverSettings, Stabilization, World, WorldDesc,
 };
 

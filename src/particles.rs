@@ -190,9 +190,9 @@ impl Particle {
 
     pub(crate) fn validate(&self) -> Result<()> {
         check_finite("particle position", self.position, self.position.is_finite())?;
-        check_finite("particle velocity", self.velocity, self.velocity.is_finite())?;
+        crate::error::check_speed("particle velocity", self.velocity)?;
         check_positive("particle radius", self.radius)?;
-        check_positive("particle mass", self.mass)
+        crate::error::check_invertible("particle mass", self.mass)
     }
 }
 
@@ -205,4 +205,11 @@ pub struct ParticleState {
     pub position: Vec3,
     /// Velocity, m/s.
     pub velocity: Vec3,
+}
+
+impl ParticleState {
+    /// Whether every number of the state is finite.
+    pub fn is_finite(&self) -> bool {
+        self.position.is_finite() && self.velocity.is_finite()
+    }
 }

@@ -82,6 +82,10 @@ impl StageTimes {
 
 /// A contact solver stepping a [`World`](crate::World): the GPU solver and the CPU reference
 /// solver implement the same stages and are used through this one interface.
+///
+/// Its reads (`body_states`, `body_state`, `particle_states`, `stats`, `contacts`,
+/// `joint_reactions`) never return a NaN: where finite but extreme input made a step overflow,
+/// they return [`Error::Diverged`](crate::Error::Diverged) naming the first item that holds it.
 pub trait Solver {
     /// A short description of the backend, e.g. `"cpu"` or `"gpu: NVIDIA H100 (Vulkan)"`.
     fn backend(&self) -> String;
@@ -127,7 +131,9 @@ pub trait Solver {
     /// # Errors
     /// [`Error::InvalidHandle`](crate::Error::InvalidHandle) for a handle of another world,
     /// [`Error::StaticBody`](crate::Error::StaticBody) for a static body,
-    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input.
+    /// [`Error::NonFinite`](crate::Error::NonFinite) for NaN or infinite input,
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange) for a speed whose square overflows f32
+    /// (past 1.8e19).
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()>;
 
     /// Applies a constant force through a dynamic body's centre of mass and a constant torque
@@ -356,6 +362,67 @@ pub(crate) fn contact_reports(
     // Stable: within one pair the slots' and points' order stays.
     out.sort_by_key(|c| (c.body, c.with));
     out
+}
+
+/// What a read returns, checked for numbers that are not finite (never a silent NaN).
+pub(crate) trait Finite {
+    /// Whether every number of it is finite.
+    fn finite(&self) -> bool;
+}
+
+// A state's speeds must also have finite squares, as its inputs must
+// (`error::check_speed`): past that the solver's measures of speed overflow.
+impl Finite for BodyState {
+    fn finite(&self) -> bool {
+        self.is_finite()
+            && self.linear_velocity.length_squared().is_finite()
+            && self.angular_velocity.length_squared().is_finite()
+    }
+}
+
+impl Finite for crate::ParticleState {
+    fn finite(&self) -> bool {
+        self.is_finite() && self.velocity.length_squared().is_finite()
+    }
+}
+
+impl Finite for Contact {
+    fn finite(&self) -> bool {
+        self.point.is_finite() && self.normal.is_finite() && self.separation.is_finite() && self.force.is_finite()
+    }
+}
+
+impl Finite for crate::JointReaction {
+    fn finite(&self) -> bool {
+        self.force.is_finite() && self.torque.is_finite()
+    }
+}
+
+/// `items` as read after `step` steps, or [`Error::Diverged`](crate::Error::Diverged) naming the
+/// first that is not finite (`what` and its index: `"body"` gives `"body 17"`).
+pub(crate) fn finite<T: Finite>(what: &str, step: u64, items: Vec<T>) -> Result<Vec<T>> {
+    match items.iter().position(|x| !x.finite()) {
+        Some(i) => Err(crate::Error::Diverged { what: format!("{what} {i}"), step }),
+        None => Ok(items),
+    }
+}
+
+/// One body's state, or [`Error::Diverged`](crate::Error::Diverged) where it is not finite.
+pub(crate) fn finite_state(body: BodyHandle, step: u64, state: BodyState) -> Result<BodyState> {
+    if state.finite() {
+        return Ok(state);
+    }
+    Err(crate::Error::Diverged { what: format!("body {}", body.index()), step })
+}
+
+/// Step statistics, or [`Error::Diverged`](crate::Error::Diverged) where the bodies' kinetic
+/// energy or deepest penetration is not finite.
+pub(crate) fn finite_stats(stats: StepStats) -> Result<StepStats> {
+    if stats.kinetic_energy.is_finite() && stats.max_penetration.is_finite() {
+        return Ok(stats);
+    }
+    let what = if stats.kinetic_energy.is_finite() { "the deepest penetration" } else { "the bodies' kinetic energy" };
+    Err(crate::Error::Diverged { what: what.into(), step: stats.steps })
 }
 
 /// Step statistics from the reduced per-body sums.

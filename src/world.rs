@@ -67,13 +67,15 @@ impl Stabilization {
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct SolverSettings {
     /// Substeps per step. Each substep integrates velocities, solves with bias, integrates
-    /// positions and relaxes. Default 4.
+    /// positions and relaxes. Default 4, at most [`MAX_PASSES`].
     pub substeps: u32,
     /// Biased Gauss-Seidel iterations per substep. Default 3: a base-20 pyramid of boxes comes
     /// to rest with it (top within 9 mm of where it started, 7 of them the soft compression of
-    /// twenty levels); with 1 it keeps trembling and its top wanders by centimetres.
+    /// twenty levels); with 1 it keeps trembling and its top wanders by centimetres. At most
+    /// [`MAX_PASSES`].
     pub iterations: u32,
-    /// Relax iterations (no bias) per substep; 0 under Baumgarte. Default 1.
+    /// Relax iterations (no bias) per substep; 0 under Baumgarte. Default 1, at most
+    /// [`MAX_PASSES`].
     pub relax_iterations: u32,
     /// How penetration is removed. Default [`Stabilization::Soft`].
     pub stabilization: Stabilization,
@@ -97,7 +99,7 @@ pub struct SolverSettings {
     /// mass-splitting Jacobi. Default 12.
     pub max_colors: u32,
     /// Rounds of the parallel coloring per step (seeded from the last step's colors, so a
-    /// settled scene needs one). Default 8.
+    /// settled scene needs one). Default 8, at most [`MAX_PASSES`].
     pub coloring_rounds: u32,
     /// Worker threads of the CPU solver; 0 takes one per core. Default 0, at most
     /// [`MAX_CPU_THREADS`]. Every stage that splits its work over threads splits items that are
@@ -177,6 +179,10 @@ pub struct SolverSettings {
     /// Damping ratio of joints. Default 2.
     pub joint_damping_ratio: f32,
 }
+
+/// The most substeps, iterations, relax iterations, particle iterations or coloring rounds a
+/// world may ask for (a step's work, and on the GPU its dispatches, grow with each).
+pub const MAX_PASSES: u32 = 1000;
 
 /// The most worker threads [`SolverSettings::cpu_threads`] may ask for: more than today's
 /// machines have cores, few enough that a mistyped count is refused instead of starting that
@@ -292,7 +298,8 @@ pub struct ParticleSettings {
     pub material: Material,
     /// Whether particles collide with each other. Default true.
     pub collisions: bool,
-    /// Jacobi iterations over particle-particle contacts per substep, `>= 1`. Default 2.
+    /// Jacobi iterations over particle-particle contacts per substep, 1 to [`MAX_PASSES`].
+    /// Default 2.
     pub iterations: u32,
 }
 
@@ -319,15 +326,19 @@ impl WorldDesc {
         check_finite("gravity", self.gravity, self.gravity.is_finite())?;
         check_positive("time step", self.dt)?;
         self.particles.material.validate()?;
-        if self.particles.iterations == 0 {
-            return Err(Error::OutOfRange { what: "particle iterations", range: "[1, inf)", value: 0.0 });
-        }
         let s = &self.solver;
-        if s.substeps == 0 {
-            return Err(Error::OutOfRange { what: "substeps", range: "[1, inf)", value: 0.0 });
-        }
-        if s.iterations == 0 {
-            return Err(Error::OutOfRange { what: "iterations", range: "[1, inf)", value: 0.0 });
+        // Counts of passes: each is work (and on the GPU dispatches) of every step.
+        for (what, count, least) in [
+            ("particle iterations", self.particles.iterations, 1),
+            ("substeps", s.substeps, 1),
+            ("iterations", s.iterations, 1),
+            ("relax iterations", s.relax_iterations, 0),
+            ("coloring rounds", s.coloring_rounds, 1),
+        ] {
+            if !(least..=MAX_PASSES).contains(&count) {
+                let range = if least == 0 { "[0, 1000]" } else { "[1, 1000]" };
+                return Err(Error::OutOfRange { what, range, value: count as f32 });
+            }
         }
         check_non_negative("restitution threshold", s.restitution_threshold)?;
         check_non_negative("speculative distance", s.speculative_distance)?;
@@ -340,9 +351,6 @@ impl WorldDesc {
         }
         if s.gpu_contacts_per_body == 0 {
             return Err(Error::OutOfRange { what: "GPU contacts per body", range: "[1, inf)", value: 0.0 });
-        }
-        if s.coloring_rounds == 0 {
-            return Err(Error::OutOfRange { what: "coloring rounds", range: "[1, inf)", value: 0.0 });
         }
         check_hertz("joint hertz", s.joint_hertz)?;
         if s.joint_hertz == 0.0 {
@@ -501,7 +509,9 @@ impl World {
     /// # Errors
     /// [`Error::NonFinite`] for a NaN or infinite field, [`Error::NonPositive`] for a zero or
     /// negative size, density or mass, [`Error::OutOfRange`] for friction below 0 or
-    /// restitution outside `[0, 1]`, [`Error::DegenerateShape`] for a zero orientation.
+    /// restitution outside `[0, 1]`, a dynamic body's mass or inertia whose inverse overflows
+    /// f32 (below 1.2e-38) or a speed whose square does (past 1.8e19 m/s or rad/s),
+    /// [`Error::DegenerateShape`] for a zero orientation.
     pub fn add_body(&mut self, desc: RigidBodyDesc) -> Result<BodyHandle> {
         let orientation = desc.validate()?;
         let volume = desc.shape.volume();
@@ -511,10 +521,10 @@ impl World {
         };
         let mass = desc.shape.mass_properties(density);
         if desc.kind == BodyKind::Dynamic {
-            check_positive("body mass", mass.mass)?;
+            crate::error::check_invertible("body mass", mass.mass)?;
             let i = mass.principal_inertia;
-            check_positive("body inertia", i.min_element())?;
             check_finite("body inertia", i, i.is_finite())?;
+            crate::error::check_invertible("body inertia", i.min_element())?;
         }
         let index = u32::try_from(self.bodies.len()).map_err(|_| Error::OutOfRange {
             what: "body count",
@@ -620,7 +630,8 @@ impl World {
     ///
     /// # Errors
     /// [`Error::NonFinite`] for a NaN or infinite position or velocity, [`Error::NonPositive`]
-    /// for a radius or mass that is not positive, [`Error::OutOfRange`] past 2^31 - 1 particles.
+    /// for a radius or mass that is not positive, [`Error::OutOfRange`] past 2^31 - 1 particles,
+    /// for a mass whose inverse overflows f32 or a speed whose square does (past 1.8e19 m/s).
     pub fn add_particle(&mut self, particle: Particle) -> Result<usize> {
         Ok(self.add_particles([particle])?.start)
     }

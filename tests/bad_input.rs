@@ -127,6 +127,75 @@ fn bad_planes_and_settings_are_rejected() {
     let mut most = WorldDesc::default();
     most.solver.cpu_threads = signorini::MAX_CPU_THREADS;
     assert!(World::new(most).is_ok());
+    // Counts of passes within MAX_PASSES: more is a typed error, not a step that never ends.
+    let over = signorini::MAX_PASSES + 1;
+    assert!(matches!(bad(&|d| d.solver.substeps = u32::MAX), Error::OutOfRange { what: "substeps", .. }));
+    assert!(matches!(bad(&|d| d.solver.iterations = over), Error::OutOfRange { what: "iterations", .. }));
+    assert!(matches!(bad(&|d| d.solver.relax_iterations = over), Error::OutOfRange { what: "relax iterations", .. }));
+    assert!(matches!(bad(&|d| d.solver.coloring_rounds = over), Error::OutOfRange { what: "coloring rounds", .. }));
+    assert!(matches!(bad(&|d| d.particles.iterations = over), Error::OutOfRange { what: "particle iterations", .. }));
+    let mut most = WorldDesc::default();
+    most.solver.substeps = signorini::MAX_PASSES;
+    most.solver.relax_iterations = 0;
+    assert!(World::new(most).is_ok());
+}
+
+/// Finite input far out of f32's range for the scene (a time step of 1e30 s) makes a step
+/// overflow: the reads then return `Error::Diverged` naming what holds the NaN or infinity
+/// (the first body, the first particle, the statistics), on both backends, never the NaN
+/// itself. Set right again (gravity off, the bodies put back above the floor and stopped), the
+/// bodies read and step. Speeds whose squares overflow f32 and masses whose inverses do are refused as they
+/// are added.
+#[test]
+fn a_state_that_overflows_reads_as_a_typed_error() {
+    let mut w = World::new(WorldDesc { dt: 1e30, ..WorldDesc::default() }).unwrap();
+    w.add_plane(Plane::new(Vec3::Y, 0.0)).unwrap();
+    let a = w.add_body(cube().position(Vec3::new(0.0, 0.5, 0.0))).unwrap();
+    let b = w.add_body(cube().position(Vec3::new(3.0, 2.0, 0.0))).unwrap();
+    w.add_particle(Particle::new(Vec3::new(-3.0, 1.0, 0.0), 0.1)).unwrap();
+    for mut solver in common::solvers(&w) {
+        let name = solver.backend();
+        solver.step();
+        match solver.body_states() {
+            Err(Error::Diverged { what, step: 1 }) => assert_eq!(what, "body 0", "{name}"),
+            other => panic!("{name}: expected body 0 to have diverged, got {other:?}"),
+        }
+        assert!(matches!(solver.body_state(b), Err(Error::Diverged { .. })), "{name}");
+        assert!(matches!(solver.stats(), Err(Error::Diverged { .. })), "{name}");
+        match solver.particle_states() {
+            Err(Error::Diverged { what, step: 1 }) => assert_eq!(what, "particle 0", "{name}"),
+            other => panic!("{name}: expected particle 0 to have diverged, got {other:?}"),
+        }
+        solver.set_gravity(Vec3::ZERO).unwrap();
+        for (body, y) in [(a, 10.0), (b, 12.0)] {
+            solver.set_pose(body, Vec3::new(3.0 * body.index() as f32, y, 0.0), Quat::IDENTITY).unwrap();
+            solver.set_velocity(body, Vec3::ZERO, Vec3::ZERO).unwrap();
+        }
+        solver.step();
+        assert!(solver.body_states().unwrap().iter().all(BodyState::is_finite), "{name}");
+        assert!(matches!(
+            solver.set_velocity(a, Vec3::new(0.0, 2e19, 0.0), Vec3::ZERO),
+            Err(Error::OutOfRange { what: "linear velocity", .. })
+        ));
+    }
+    let mut w = world();
+    assert!(matches!(
+        w.add_body(cube().linear_velocity(Vec3::new(3e38, 0.0, 0.0))),
+        Err(Error::OutOfRange { what: "body linear velocity", .. })
+    ));
+    assert!(matches!(
+        w.add_body(cube().angular_velocity(Vec3::splat(2e19))),
+        Err(Error::OutOfRange { what: "body angular velocity", .. })
+    ));
+    assert!(matches!(
+        w.add_particle(Particle::new(Vec3::ZERO, 0.1).velocity(Vec3::new(0.0, 0.0, -1e30))),
+        Err(Error::OutOfRange { what: "particle velocity", .. })
+    ));
+    assert!(matches!(
+        w.add_particle(Particle::new(Vec3::ZERO, 0.1).mass(1e-45)),
+        Err(Error::OutOfRange { what: "particle mass", .. })
+    ));
+    assert!(matches!(w.add_body(cube().mass(1e-40)), Err(Error::OutOfRange { what: "body mass", .. })));
 }
 
 #[test]

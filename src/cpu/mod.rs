@@ -502,16 +502,18 @@ impl Solver for CpuSolver {
     }
 
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
-        Ok(self.bodies.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+        let states = self.bodies.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect();
+        crate::solver::finite("body", self.steps, states)
     }
 
     fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
-        Ok(self.particles.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }).collect())
+        let states = self.particles.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity });
+        crate::solver::finite("particle", self.steps, states.collect())
     }
 
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
         let i = self.handle(body)?;
-        Ok(self.frames[i].user_state(&self.bodies[i]))
+        crate::solver::finite_state(body, self.steps, self.frames[i].user_state(&self.bodies[i]))
     }
 
     fn stats(&mut self) -> Result<StepStats> {
@@ -536,17 +538,18 @@ impl Solver for CpuSolver {
         stats.overflow = overflow.len() as u32;
         stats.recycled = self.contacts_state.manifolds.iter().map(|m| m.recycled).sum();
         stats.particle_body_dropped = self.particle_grid.dropped;
-        Ok(stats)
+        crate::solver::finite_stats(stats)
     }
 
     fn joint_reactions(&mut self) -> Result<Vec<crate::JointReaction>> {
-        Ok(crate::joint::reactions(&self.joints, &self.joint_order, &self.bodies, self.params.h))
+        let reactions = crate::joint::reactions(&self.joints, &self.joint_order, &self.bodies, self.params.h);
+        crate::solver::finite("the reaction of joint", self.steps, reactions)
     }
 
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
         let i = self.handle(body)?;
-        check_finite("linear velocity", linear, linear.is_finite())?;
-        check_finite("angular velocity", angular, angular.is_finite())?;
+        crate::error::check_speed("linear velocity", linear)?;
+        crate::error::check_speed("angular velocity", angular)?;
         if self.props[i].kind == KIND_STATIC {
             return Err(Error::StaticBody { index: body.0 });
         }
@@ -609,7 +612,9 @@ impl Solver for CpuSolver {
 
     fn contacts(&mut self) -> Result<Vec<crate::Contact>> {
         let slot_ranges = crate::layout::SlotRange::of(&self.props, &self.shapes);
-        Ok(crate::solver::contact_reports(&self.params, &self.bodies, &slot_ranges, &self.contacts, self.manifolds()))
+        let contacts =
+            crate::solver::contact_reports(&self.params, &self.bodies, &slot_ranges, &self.contacts, self.manifolds());
+        crate::solver::finite("contact", self.steps, contacts)
     }
 
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {

@@ -816,7 +816,8 @@ impl Solver for GpuSolver {
 
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
         let raw = self.raw_bodies()?;
-        Ok(raw.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect())
+        let states = raw.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect();
+        crate::solver::finite("body", self.steps, states)
     }
 
     fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
@@ -833,7 +834,8 @@ impl Solver for GpuSolver {
         encoder.copy_buffer_to_buffer(&particles.buffer, 0, &readback, 0, size);
         self.queue.submit([encoder.finish()]);
         let raw: Vec<crate::layout::GpuParticle> = self.read(&readback)?;
-        Ok(raw.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }).collect())
+        let states = raw.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity });
+        crate::solver::finite("particle", self.steps, states.collect())
     }
 
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
@@ -844,7 +846,7 @@ impl Solver for GpuSolver {
         encoder.copy_buffer_to_buffer(&self.bodies, i as u64 * size, &self.body_readback, 0, size);
         self.queue.submit([encoder.finish()]);
         let raw: Vec<GpuBody> = self.read(&self.body_readback)?;
-        Ok(self.frames[i].user_state(&raw[0]))
+        crate::solver::finite_state(body, self.steps, self.frames[i].user_state(&raw[0]))
     }
 
     fn stats(&mut self) -> Result<StepStats> {
@@ -876,7 +878,7 @@ impl Solver for GpuSolver {
                 self.contacts_stages.as_ref().map_or(Ok(0), |c| c.read_recycled(&self.device, &self.queue))?;
             stats.dropped = self.contacts_stages.as_ref().map_or(0, |c| c.dropped);
         }
-        Ok(stats)
+        crate::solver::finite_stats(stats)
     }
 
     fn joint_reactions(&mut self) -> Result<Vec<crate::JointReaction>> {
@@ -886,13 +888,14 @@ impl Solver for GpuSolver {
         let bodies = self.raw_bodies()?;
         let Some(joints) = self.joints.as_ref() else { return Ok(Vec::new()) };
         let (packed, order) = joints.read(&self.device, &self.queue)?;
-        Ok(crate::joint::reactions(&packed, order, &bodies, self.params.h))
+        let reactions = crate::joint::reactions(&packed, order, &bodies, self.params.h);
+        crate::solver::finite("the reaction of joint", self.steps, reactions)
     }
 
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
         let i = self.index(body)?;
-        check_finite("linear velocity", linear, linear.is_finite())?;
-        check_finite("angular velocity", angular, angular.is_finite())?;
+        crate::error::check_speed("linear velocity", linear)?;
+        crate::error::check_speed("angular velocity", angular)?;
         if self.kinds[i] == KIND_STATIC {
             return Err(Error::StaticBody { index: body.0 });
         }
@@ -986,7 +989,8 @@ impl Solver for GpuSolver {
         let buffer = &self.body_buffers[STATIC_CONTACTS];
         let slots = read_words(&self.device, &self.queue, buffer, "contacts_readback", 0, self.slot_count * words)?;
         let slots: Vec<GpuStaticContact> = bytemuck::pod_collect_to_vec(&slots);
-        Ok(crate::solver::contact_reports(&self.params, &bodies, &self.slot_ranges, &slots, &manifolds))
+        let contacts = crate::solver::contact_reports(&self.params, &bodies, &self.slot_ranges, &slots, &manifolds);
+        crate::solver::finite("contact", self.steps, contacts)
     }
 
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {

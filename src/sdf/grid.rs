@@ -110,11 +110,12 @@ impl GridSdf {
                 value: dims.min_element() as f32,
             });
         }
-        let samples = dims.x as u64 * dims.y as u64 * dims.z as u64;
-        if samples > MAX_GRID_SAMPLES {
+        // (In u128: three dims of up to 2^32 each do not overflow it.)
+        let samples = dims.x as u128 * dims.y as u128 * dims.z as u128;
+        if samples > MAX_GRID_SAMPLES as u128 {
             return Err(Error::OutOfRange { what: "grid SDF samples", range: "[8, 2^26]", value: samples as f32 });
         }
-        if values.len() as u64 != samples {
+        if values.len() as u128 != samples {
             return Err(Error::DegenerateShape {
                 reason: format!("a grid SDF of {dims} samples has {} values", values.len()),
             });

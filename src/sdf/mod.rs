@@ -100,7 +100,9 @@ pub enum Sdf {
     Cuboid {
         /// Half extents along local x, y, z, m, each `> 0`.
         half_extents: Vec3,
-        /// Radius of the rounded edges, m, in `[0, min half extent)`; 0 for a sharp box.
+        /// Radius of the rounded edges, m, in `[0, min half extent)`; 0 for a sharp box (and
+        /// in a scene file when left out).
+        #[cfg_attr(feature = "serde", serde(default))]
         rounding: f32,
     },
     /// The points within `radius` of the segment from `(0, -half_height, 0)` to `(0, half_height, 0)`.
