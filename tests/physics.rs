@@ -542,14 +542,8 @@ fn rays_hit_the_first_thing_they_meet() {
     }
 }
 
-/// A set force meets friction and the floor as a physical push does: a 1 kg box on the floor
-/// (friction 0.5 on both sides) pushed sideways by 3 N, less than `μ m g` = 4.905 N, does not
-/// move (1e-3 m/s after 1 s); pushed by 10 N it slides, speeding up at `(F - μ m g) / m` =
-/// 5.095 m/s² (0.5 s later within 0.5 %); pressed down by 20 N besides, the floor's contacts
-/// ([`Solver::contacts`]) hold it with `m g + 20` = 29.81 N and slow it with `μ` times that,
-/// 14.905 N (both within 0.1 %; measured 29.8096 and 14.9048 on both backends).
-#[test]
-fn a_set_force_is_resisted_by_friction_and_the_floor() {
+/// A 1 kg box of 0.2 m resting on a floor, friction 0.5 on both sides, under `-G` along y.
+fn box_on_floor() -> (World, BodyHandle) {
     let mut world = common::world_with(Vec3::new(0.0, -G, 0.0));
     world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.5)).unwrap();
     let body = world
@@ -560,6 +554,18 @@ fn a_set_force_is_resisted_by_friction_and_the_floor() {
                 .position(Vec3::new(0.0, 0.1, 0.0)),
         )
         .unwrap();
+    (world, body)
+}
+
+/// A set force meets friction and the floor as a physical push does: a 1 kg box on the floor
+/// (friction 0.5 on both sides) pushed sideways by 3 N, less than `μ m g` = 4.905 N, does not
+/// move (1e-3 m/s after 1 s); pushed by 10 N it slides, speeding up at `(F - μ m g) / m` =
+/// 5.095 m/s² (0.5 s later within 0.5 %); pressed down by 20 N besides, the floor's contacts
+/// ([`Solver::contacts`]) hold it with `m g + 20` = 29.81 N and slow it with `μ` times that,
+/// 14.905 N (both within 0.1 %; measured 29.8096 and 14.9048 on both backends).
+#[test]
+fn a_set_force_is_resisted_by_friction_and_the_floor() {
+    let (world, body) = box_on_floor();
     for mut solver in common::solvers(&world) {
         let name = solver.backend();
         solver.step_many(30);
@@ -608,16 +614,7 @@ fn gravity_set_while_running_acts_from_the_next_step() {
         assert!(matches!(solver.set_gravity(Vec3::NAN), Err(Error::NonFinite { .. })), "{name}");
     }
 
-    let mut world = common::world_with(g0);
-    world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.5)).unwrap();
-    let body = world
-        .add_body(
-            RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.1)))
-                .mass(1.0)
-                .friction(0.5)
-                .position(Vec3::new(0.0, 0.1, 0.0)),
-        )
-        .unwrap();
+    let (world, body) = box_on_floor();
     for mut solver in common::solvers(&world) {
         let name = solver.backend();
         solver.step_many(30);

@@ -87,6 +87,13 @@ pub struct GpuSolver {
     fused_substep: bool,
 }
 
+/// The step's parameters as their uniform buffer holds them (encased).
+fn uniform_bytes(params: &StepParams) -> Vec<u8> {
+    let mut uniform = encase::UniformBuffer::new(Vec::new());
+    uniform.write(params).expect("StepParams fits a uniform buffer");
+    uniform.into_inner()
+}
+
 /// Where the step's parameters are among the bindings of [`body_slots`].
 const PARAMS: usize = 0;
 /// Where the bodies are among the bindings of [`body_slots`].
@@ -156,11 +163,9 @@ impl GpuSolver {
         // The particle grid's arena offsets go into the parameters before they are uploaded.
         let particle_arena = (!packed.particles.is_empty())
             .then(|| ParticleArena::new(&mut packed.params, packed.particles.len() as u32, packed.bodies.len() as u32));
-        let mut uniform = encase::UniformBuffer::new(Vec::new());
-        uniform.write(&packed.params).expect("StepParams fits a uniform buffer");
         let params_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("params"),
-            contents: uniform.as_ref(),
+            contents: &uniform_bytes(&packed.params),
             // (Written again when the program sets the gravity.)
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         });
@@ -921,9 +926,7 @@ impl Solver for GpuSolver {
     fn set_gravity(&mut self, gravity: Vec3) -> Result<()> {
         check_finite("gravity", gravity, gravity.is_finite())?;
         self.params.gravity = gravity;
-        let mut uniform = encase::UniformBuffer::new(Vec::new());
-        uniform.write(&self.params).expect("StepParams fits a uniform buffer");
-        self.queue.write_buffer(&self.body_buffers[PARAMS], 0, uniform.as_ref());
+        self.queue.write_buffer(&self.body_buffers[PARAMS], 0, &uniform_bytes(&self.params));
         Ok(())
     }
 
