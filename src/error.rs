@@ -155,6 +155,17 @@ pub enum Error {
         /// The steps taken when it was read.
         step: u64,
     },
+    /// A [`Snapshot`](crate::Snapshot) does not fit the solver it is restored into
+    /// ([`Solver::restore`](crate::Solver::restore)): it is of another world, or an item of it
+    /// holds what no step could have left (a number that is not finite, an index out of range,
+    /// lists out of order).
+    #[error("{item} of the snapshot: {reason}")]
+    InvalidSnapshot {
+        /// What was rejected, e.g. `"body 3"` or `"the joints"`.
+        item: String,
+        /// Why.
+        reason: String,
+    },
     /// A force was given to a body that is not dynamic (a kinematic body moves at the velocity
     /// it is given, a static one not at all).
     #[error("body {index} is not dynamic: forces act on dynamic bodies only")]

@@ -204,6 +204,8 @@ const _: () = assert!(size_of::<GpuCollider>() == 32);
 /// (pointing towards B, seed 000), and stays fixed for the step. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct GpuStaticContact {
     /// Contact point relative to the body's centre of mass at the start of the step, m.
     pub anchor: Vec3,
@@ -235,8 +237,10 @@ pub struct GpuStaticContact {
     /// 1 when the slot holds a contact this step, 0 when the point is too far from the collider.
     pub in_contact: u32,
     /// Unused.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub _pad0: u32,
     /// Unused.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub _pad1: u32,
 }
 const _: () = assert!(size_of::<GpuStaticContact>() == 80);
@@ -349,6 +353,19 @@ impl PendingImpulses {
         Ok(())
     }
 
+    /// Replaces the entries with `entries`, one per body of `bodies` (checked:
+    /// [`crate::Snapshot`]'s).
+    pub fn replace(&mut self, entries: impl IntoIterator<Item = GpuImpulse>, bodies: usize) {
+        self.clear();
+        if self.slots.len() != bodies {
+            self.slots = vec![NO_BODY; bodies];
+        }
+        for e in entries {
+            self.slots[e.body as usize] = self.entries.len() as u32;
+            self.entries.push(e);
+        }
+    }
+
     /// Forgets the entries (once applied).
     pub fn clear(&mut self) {
         for e in &self.entries {
@@ -378,6 +395,8 @@ const _: () = assert!(size_of::<GpuParticle>() == 32);
 /// GPU stores the impulse's bits, as `vec4<u32>`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct GpuParticleContact {
     /// The accumulated impulse on this particle, normal and friction together, N s.
     pub impulse: Vec3,
@@ -412,6 +431,8 @@ const _: () = assert!(size_of::<GpuPair>() == 8);
 /// its normal, cores and anchors from step to step (see `collide::FRAME_DRIFT`). 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct GpuManifoldPoint {
     /// A's core point relative to A's centre of mass at the start of the step, world axes, m
     /// (in a kept frame, as it was when the frame was taken).
@@ -448,6 +469,8 @@ const _: () = assert!(size_of::<GpuManifoldPoint>() == 80);
 /// A manifold between bodies `body_a < body_b`: up to four contacts sharing a normal. 384 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct GpuManifold {
     /// Body A.
     pub body_a: u32,
@@ -478,8 +501,10 @@ pub struct GpuManifold {
     /// [`crate::SolverSettings::recycle_contacts`]), else 0.
     pub recycled: u32,
     /// Unused.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub _pad1: u32,
     /// Unused.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub _pad2: u32,
     /// The contacts.
     pub points: [GpuManifoldPoint; 4],

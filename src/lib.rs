@@ -54,6 +54,7 @@ pub mod scene;
 pub mod scenes;
 pub mod sdf;
 mod shape;
+pub mod snapshot;
 mod solver;
 mod world;
 
@@ -67,6 +68,7 @@ pub use query::{RAY_FIELD_STEPS, RAY_FIELD_TOLERANCE, RayHit};
 pub use scene::Scene;
 pub use sdf::{Sdf, SdfCollider, SdfHandle};
 pub use shape::{ConvexHull, MassProperties, Shape};
+pub use snapshot::Snapshot;
 pub use solver::{Collidable, Contact, Solver, StageTimes, StepStats};
 pub use world::{
     ConstraintSolver, CpuLanes, MAX_CPU_THREADS, MAX_PASSES, MIN_CONTACT_HERTZ, ParticleSettings, Plane, PlaneHandle,
@@ -81,8 +83,8 @@ struct ReadmeDoctests;
 pub mod prelude {
     pub use crate::{
         BodyHandle, BodyKind, BodyState, CpuSolver, Error, GpuContext, GpuSolver, JointDesc, JointHandle, JointKind,
-        JointMotor, Material, Particle, ParticleSettings, Plane, RigidBodyDesc, Scene, Sdf, SdfCollider, Shape, Solver,
-        SolverSettings, Stabilization, StepStats, World, WorldDesc,
+        JointMotor, Material, Particle, ParticleSettings, Plane, RigidBodyDesc, Scene, Sdf, SdfCollider, Shape,
+        Snapshot, Solver, SolverSettings, Stabilization, StepStats, World, WorldDesc,
     };
     pub use glam::{Quat, Vec3};
 }

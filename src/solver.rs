@@ -240,6 +240,33 @@ pub trait Solver {
     /// bodies, contact slots and manifolds back.
     fn contacts(&mut self) -> Result<Vec<Contact>>;
 
+    /// The solver's state now ([`Snapshot`](crate::Snapshot)): the bodies' motion and what the
+    /// program set on them, gravity, pending impulses, every contact's and joint's warm start,
+    /// broken joints and motors, the particles, and the step count. Restored
+    /// ([`Solver::restore`]) into a solver of the same world and backend, the steps that follow
+    /// are this solver's to the bit. On the GPU this waits for the queued steps and reads the
+    /// state back.
+    fn snapshot(&mut self) -> Result<crate::Snapshot>;
+
+    /// Puts a [`Snapshot`](crate::Snapshot) of this world back, from either backend: into a
+    /// solver just built from the world (resuming a saved run) or into one that has stepped on
+    /// since (going back to an earlier step), including a joint that broke after it was
+    /// taken, which holds again. Everything it holds is replaced; nothing else changes: the
+    /// statistics' colors and recycled count, and [`Solver::contacts`], stay the last step's
+    /// until the next. On the GPU this writes the state ahead of the next step, after reading
+    /// the bodies back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSnapshot`](crate::Error::InvalidSnapshot) for a snapshot of another world
+    /// (other counts of bodies, joints, particles or contact slots, a static body elsewhere) or
+    /// one holding what no step leaves (a number that is not finite, an index out of range, a
+    /// list out of order, a force on a body that is not dynamic, a motor or a break the world's
+    /// joint cannot have), and then the solver is as it was; on the GPU
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) or
+    /// [`Error::BufferTooLarge`](crate::Error::BufferTooLarge) where its contacts need buffers
+    /// the device cannot hold, and [`Error::Readback`](crate::Error::Readback).
+    fn restore(&mut self, snapshot: &crate::Snapshot) -> Result<()>;
+
     /// Where the last timed step's time went, by group of stages, when the backend measures it:
     /// the CPU solver always does (wall clock); the GPU solver does once
     /// [`GpuSolver::time_stages`](crate::GpuSolver::time_stages) is on (timestamps of the last

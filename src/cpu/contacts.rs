@@ -213,6 +213,16 @@ impl ContactState {
     pub fn positions_moved(&mut self) {
         self.prepared_valid = false;
     }
+
+    /// Puts back the last step's manifolds and separating faces of a snapshot (checked): what
+    /// the next step's narrow phase reads of the step before.
+    pub fn restore(&mut self, manifolds: &[GpuManifold], separated: &[crate::snapshot::SeparatingFace]) {
+        self.manifolds.clear();
+        self.manifolds.extend_from_slice(manifolds);
+        self.separated.clear();
+        self.separated.extend(separated.iter().map(|&([a, b], face)| (GpuPair { a, b }, face)));
+        self.prepared_valid = false;
+    }
 }
 
 /// What every pass over one manifold reads that depends on positions and masses alone: the

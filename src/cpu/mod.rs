@@ -16,6 +16,7 @@ use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats,
     KIND_STATIC, Packed, StepParams,
 };
+use crate::snapshot::{BodySnapshot, JointSnapshot, PendingImpulse, Snapshot};
 use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
@@ -230,6 +231,13 @@ impl CpuSolver {
             breakable: joints::breakable(&joint_breaks),
             joint_breaks,
         })
+    }
+
+    /// Kept particle contacts: [`crate::particles::PARTICLE_CONTACT_SLOTS`] a particle where
+    /// particles meet each other, else none (as the GPU's buffer holds them).
+    fn kept_particle_contacts(&self) -> usize {
+        let slots = crate::particles::PARTICLE_CONTACT_SLOTS as usize;
+        if self.params.particle_collisions != 0 { self.particles.len() * slots } else { 0 }
     }
 
     /// The most lanes its contact sweeps take at once: [`crate::SolverSettings::cpu_lanes`] as
@@ -620,6 +628,67 @@ impl Solver for CpuSolver {
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
         let j = &mut self.joints[self.joint_slots.motor_slot(joint, &motor)?];
         (j.motor_speed, j.max_motor_effort) = (motor.speed, motor.max_effort);
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot> {
+        let mut joints = vec![JointSnapshot::default(); self.joints.len()];
+        for (j, &index) in self.joints.iter().zip(&self.joint_order) {
+            joints[index as usize] = JointSnapshot::of(j);
+        }
+        // Every particle has its kept slots where particles meet each other, as on the GPU,
+        // also before the first step has filled them.
+        let mut particle_contacts = self.particle_grid.contacts.clone();
+        particle_contacts.resize(self.kept_particle_contacts(), Default::default());
+        Ok(Snapshot {
+            steps: self.steps,
+            gravity: self.params.gravity,
+            bodies: self.bodies.iter().zip(&self.props).map(|(b, pr)| BodySnapshot::of(b, pr)).collect(),
+            impulses: self.impulses.entries.iter().map(PendingImpulse::of).collect(),
+            static_contacts: self.contacts.clone(),
+            manifolds: self.contacts_state.manifolds.clone(),
+            separating_faces: self.contacts_state.separated().iter().map(|&(q, face)| ([q.a, q.b], face)).collect(),
+            joints,
+            particles: self
+                .particles
+                .iter()
+                .map(|p| crate::ParticleState { position: p.position, velocity: p.velocity })
+                .collect(),
+            particle_contacts,
+        })
+    }
+
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<()> {
+        snapshot.check(&crate::snapshot::Expected {
+            bodies: &self.bodies,
+            props: &self.props,
+            static_slots: self.contacts.len(),
+            joints: (&self.joints, &self.joint_order, &self.joint_breaks),
+            particles: self.particles.len(),
+            particle_contacts: self.kept_particle_contacts(),
+            colliders: self.params.collider_count,
+            max_colors: self.params.max_colors,
+            body_contacts: self.params.body_contacts != 0 && self.bodies.len() > 1,
+        })?;
+        for ((b, pr), s) in self.bodies.iter_mut().zip(&mut self.props).zip(&snapshot.bodies) {
+            s.apply(b, pr);
+        }
+        self.contacts_state.no_contact =
+            self.props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0);
+        self.params.gravity = snapshot.gravity;
+        self.impulses.replace(snapshot.impulses.iter().map(PendingImpulse::record), self.bodies.len());
+        self.contacts.copy_from_slice(&snapshot.static_contacts);
+        self.contacts_state.restore(&snapshot.manifolds, &snapshot.separating_faces);
+        for ((j, &index), loads) in self.joints.iter_mut().zip(&self.joint_order).zip(&self.joint_breaks) {
+            let s = &snapshot.joints[index as usize];
+            s.apply(j);
+            for (word, value) in JointSnapshot::topology_words(j, loads, s.broken).into_iter().flatten() {
+                self.topology[word as usize] = value;
+            }
+        }
+        snapshot.apply_particles(&mut self.particles);
+        self.particle_grid.contacts.clone_from(&snapshot.particle_contacts);
+        self.steps = snapshot.steps;
         Ok(())
     }
 }

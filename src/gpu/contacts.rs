@@ -914,6 +914,53 @@ impl GpuContacts {
         Ok(out)
     }
 
+    /// What the next step reads of the last (of parity `parity`): its manifolds, and the pairs a
+    /// face kept apart with that face, in pair order ([`crate::Snapshot`]'s).
+    pub fn read_state(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        parity: usize,
+    ) -> Result<(Vec<GpuManifold>, Vec<crate::snapshot::SeparatingFace>)> {
+        let manifolds = self.read_manifolds(device, queue, parity)?;
+        let pairs = self.read_words(device, queue, 0, 1)?[0].min(self.layout.pair_capacity);
+        let words = self.read_words(device, queue, self.layout.pairs, 2 * pairs)?;
+        let faces = self.read_words(device, queue, self.layout.faces, pairs)?;
+        let separated = words.chunks_exact(2).zip(faces).filter(|&(_, face)| face != crate::collide::NO_FACE);
+        Ok((manifolds, separated.map(|(pair, face)| ([pair[0], pair[1]], face)).collect()))
+    }
+
+    /// Whether a snapshot's manifolds and separated pairs fit the buffers.
+    pub fn holds(&self, manifolds: usize, separated: usize) -> bool {
+        manifolds <= self.layout.manifold_capacity as usize && separated <= self.layout.pair_capacity as usize
+    }
+
+    /// Writes a snapshot's manifolds and separated pairs (checked, and [`Self::holds`]) as the
+    /// last step's, ahead of the next submission, whose step reads manifold buffer `previous`
+    /// as last step's: the pair list holds the separated pairs alone, which is all the next
+    /// step looks up in it (`keep_face`).
+    pub fn write_state(
+        &self,
+        queue: &wgpu::Queue,
+        previous: usize,
+        manifolds: &[GpuManifold],
+        separated: &[crate::snapshot::SeparatingFace],
+    ) {
+        let (m, p) = (manifolds.len() as u32, separated.len() as u32);
+        // The pairs and the manifolds of the step, those it wanted room for, and its manifolds
+        // as the next step's previous ones.
+        queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&[p, m, p, m, m]));
+        if p > 0 {
+            let pairs: Vec<u32> = separated.iter().flat_map(|&(pair, _)| pair).collect();
+            let faces: Vec<u32> = separated.iter().map(|&(_, face)| face).collect();
+            queue.write_buffer(&self.work, 4 * self.layout.pairs as u64, bytemuck::cast_slice(&pairs));
+            queue.write_buffer(&self.work, 4 * self.layout.faces as u64, bytemuck::cast_slice(&faces));
+        }
+        if m > 0 {
+            queue.write_buffer(&self.manifolds[previous], 0, bytemuck::cast_slice(manifolds));
+        }
+    }
+
     /// The last preparation's records, per manifold of [`Self::read_manifolds`], and its
     /// bodies' inertia, per body (see `GpuSolver::prepared`).
     pub fn read_prepared(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Result<PreparedRecords> {

@@ -19,6 +19,8 @@ pub(crate) struct GpuJoints {
     order: Vec<u32>,
     /// Where each of the world's joints is in `buffer`, and which have motors.
     slots: JointSlots,
+    /// Each joint's breaking loads and no-contact entries, in the order of `buffer`.
+    pub loads: Vec<GpuJointBreak>,
     /// Binds the joints and the color ranges.
     group: wgpu::BindGroup,
     prepare: wgpu::ComputePipeline,
@@ -95,6 +97,7 @@ impl GpuJoints {
             usage: wgpu::BufferUsages::UNIFORM,
         });
         let breakable = breaks.iter().any(GpuJointBreak::breakable);
+        let loads = breaks.to_vec();
         let breaks = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("joint_breaks"),
             contents: bytemuck::cast_slice(breaks),
@@ -124,6 +127,7 @@ impl GpuJoints {
             readback,
             order: order.to_vec(),
             slots: JointSlots::new(joints, order),
+            loads,
             group,
             prepare: pipeline("prepare_joints"),
             breaking: breakable.then(|| pipeline("break_joints")),
@@ -228,6 +232,17 @@ impl GpuJoints {
         let effort = motor.max_effort.to_ne_bytes();
         queue.write_buffer(&self.buffer, at(std::mem::offset_of!(GpuJoint, max_motor_effort)), &effort);
         Ok(())
+    }
+
+    /// The world's index of each joint, in the order of the records.
+    pub fn order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// Writes every joint's record (by color, as [`Self::read`] gives them) ahead of the next
+    /// submitted step.
+    pub fn write(&self, queue: &wgpu::Queue, joints: &[GpuJoint]) {
+        queue.write_buffer(&self.buffer, 0, bytemuck::cast_slice(joints));
     }
 
     /// The joints as the queued steps leave them, by color, and the world's index of each

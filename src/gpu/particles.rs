@@ -23,6 +23,10 @@ pub(crate) struct BodyBuffers<'a> {
 /// Everything the particle stages need.
 pub(crate) struct GpuParticles {
     pub buffer: wgpu::Buffer,
+    /// The kept contacts, [`PARTICLE_CONTACT_SLOTS`] for each of `kept` particles.
+    pub contacts: wgpu::Buffer,
+    /// Particles with kept contacts (see `ParticleArena::kept`).
+    pub kept: u32,
     bind_group: wgpu::BindGroup,
     radix: Radix,
     radix_group: wgpu::BindGroup,
@@ -203,7 +207,7 @@ impl GpuParticles {
         let records: &[u32] = bytemuck::cast_slice(&colliders[..count as usize]);
         arena_words[first as usize..][..records.len()].copy_from_slice(records);
         let work = make("particle_work", bytemuck::cast_slice(&arena_words), storage | wgpu::BufferUsages::COPY_SRC)?;
-        let contacts = make("particle_contacts", &vec![0u8; arena.contact_bytes() as usize], storage)?;
+        let contacts = make("particle_contacts", &vec![0u8; arena.contact_bytes() as usize], storage | copy)?;
         let deltas = make("particle_deltas", &vec![0u8; 16 * arena.delta_vec4s.max(1) as usize], storage)?;
         let slots = make("particle_body_slots", &vec![0u8; 16 * arena.slot_vec4s.max(1) as usize], storage)?;
 
@@ -309,6 +313,8 @@ impl GpuParticles {
         });
         Ok(Self {
             buffer,
+            contacts,
+            kept: arena.kept,
             bind_group,
             radix,
             radix_group,

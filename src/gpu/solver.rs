@@ -18,6 +18,7 @@ use crate::error::{Error, Result, check_finite};
 use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC, Packed, StepParams,
 };
+use crate::snapshot::{BodySnapshot, JointSnapshot, PendingImpulse, Snapshot};
 use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
@@ -48,7 +49,8 @@ pub struct GpuSolver {
     /// The buffers of the per-body bind group, kept to rebuild it when the stats buffer grows
     /// (in the order of [`body_slots`]).
     body_buffers: [wgpu::Buffer; 9],
-    /// The bodies' properties and shapes and the static colliders, for ray casts.
+    /// The bodies' properties (with the forces and groups the program set) and shapes and the
+    /// static colliders, for ray casts and snapshots.
     ray_tables: crate::query::RayTables,
     /// The impulses applied since the last step, summed per body.
     pending_impulses: crate::layout::PendingImpulses,
@@ -85,6 +87,9 @@ pub struct GpuSolver {
     /// the fused sweeps, in a world of bodies and contacts alone (no joints, static colliders
     /// or particles, nothing that can bounce), whose substep is then the contacts' alone.
     fused_substep: bool,
+    /// What [`Solver::steps_taken`] adds to `steps`, which counts the steps this solver recorded
+    /// (its parity picks the manifold buffers): a restored snapshot's count less `steps` then.
+    step_offset: u64,
 }
 
 /// The step's parameters as their uniform buffer holds them (encased).
@@ -152,11 +157,12 @@ impl GpuSolver {
         let colliders = make("colliders", non_empty(&packed.colliders), storage)?;
         let solver_bodies =
             make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage)?;
-        let topology = make("topology", non_empty(&packed.topology), storage)?;
+        // (Written by a restored snapshot, as are the contact slots.)
+        let topology = make("topology", non_empty(&packed.topology), storage | wgpu::BufferUsages::COPY_DST)?;
         let contacts = make(
             "contacts",
             non_empty(&vec![GpuStaticContact::default(); packed.slot_count as usize]),
-            storage | wgpu::BufferUsages::COPY_SRC,
+            storage | copy,
         )?;
         let stats = make("stats", bytemuck::cast_slice(&vec![GpuStats::default(); stats_groups]), storage | copy)?;
 
@@ -292,6 +298,7 @@ impl GpuSolver {
                 && world.particle_count() == 0
                 && !world.bodies_can_bounce(),
             fused_size,
+            step_offset: 0,
         };
         if body_contacts {
             // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
@@ -394,13 +401,14 @@ impl GpuSolver {
             }
         } else if pair_capacity > layout.pair_capacity || manifold_capacity > layout.manifold_capacity {
             let dropped = contacts.dropped;
+            let previous = self.last_parity();
             let old = self.build_contacts(pair_capacity, manifold_capacity)?;
             if let (Some(old), Some(new)) = (old, self.contacts_stages.as_mut()) {
                 new.dropped = dropped;
                 let mut encoder = self
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("carry_contacts") });
-                old.record_carry(&mut encoder, new, ((self.steps + 1) % 2) as usize);
+                old.record_carry(&mut encoder, new, previous);
                 self.queue.submit([encoder.finish()]);
             }
         }
@@ -557,7 +565,7 @@ impl GpuSolver {
     /// The body-body manifolds of the last step, read back (empty without body contacts).
     pub fn manifolds(&mut self) -> Result<Vec<crate::layout::GpuManifold>> {
         match &self.contacts_stages {
-            Some(c) => c.read_manifolds(&self.device, &self.queue, (self.steps.saturating_sub(1) % 2) as usize),
+            Some(c) => c.read_manifolds(&self.device, &self.queue, self.last_parity()),
             None => Ok(Vec::new()),
         }
     }
@@ -737,6 +745,19 @@ impl GpuSolver {
         read_buffer(&self.device, buffer)
     }
 
+    /// The parity of the manifold buffer the last step wrote, which the next step reads as last
+    /// step's: before the first step, the one the first step reads (where a restored snapshot
+    /// puts its manifolds).
+    fn last_parity(&self) -> usize {
+        ((self.steps + 1) % 2) as usize
+    }
+
+    /// The first `count` records of a storage buffer, read back (waits for the GPU).
+    fn read_all<T: Pod>(&self, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<T>> {
+        let words = (count * size_of::<T>() / 4) as u32;
+        Ok(bytemuck::pod_collect_to_vec(&read_words(&self.device, &self.queue, buffer, "snapshot_readback", 0, words)?))
+    }
+
     fn index(&self, body: BodyHandle) -> Result<usize> {
         let count = self.frames.len() as u32;
         if body.0 < count { Ok(body.index()) } else { Err(Error::InvalidHandle { what: "body", index: body.0, count }) }
@@ -795,7 +816,7 @@ impl Solver for GpuSolver {
     }
 
     fn steps_taken(&self) -> u64 {
-        self.steps
+        self.steps.wrapping_add(self.step_offset)
     }
 
     fn synchronize(&mut self) -> Result<()> {
@@ -822,7 +843,7 @@ impl Solver for GpuSolver {
     fn body_states(&mut self) -> Result<Vec<BodyState>> {
         let raw = self.raw_bodies()?;
         let states = raw.iter().zip(&self.frames).map(|(b, f)| f.user_state(b)).collect();
-        crate::solver::finite("body", self.steps, states)
+        crate::solver::finite("body", self.steps_taken(), states)
     }
 
     fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
@@ -840,7 +861,7 @@ impl Solver for GpuSolver {
         self.queue.submit([encoder.finish()]);
         let raw: Vec<crate::layout::GpuParticle> = self.read(&readback)?;
         let states = raw.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity });
-        crate::solver::finite("particle", self.steps, states.collect())
+        crate::solver::finite("particle", self.steps_taken(), states.collect())
     }
 
     fn body_state(&mut self, body: BodyHandle) -> Result<BodyState> {
@@ -851,7 +872,7 @@ impl Solver for GpuSolver {
         encoder.copy_buffer_to_buffer(&self.bodies, i as u64 * size, &self.body_readback, 0, size);
         self.queue.submit([encoder.finish()]);
         let raw: Vec<GpuBody> = self.read(&self.body_readback)?;
-        crate::solver::finite_state(body, self.steps, self.frames[i].user_state(&raw[0]))
+        crate::solver::finite_state(body, self.steps_taken(), self.frames[i].user_state(&raw[0]))
     }
 
     fn stats(&mut self) -> Result<StepStats> {
@@ -861,7 +882,7 @@ impl Solver for GpuSolver {
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("stats"), timestamp_writes: None });
             let marks = &mut Marks::off();
             if let Some(c) = &self.contacts_stages {
-                c.record_stats(&mut pass, marks, (self.steps.saturating_sub(1) % 2) as usize);
+                c.record_stats(&mut pass, marks, self.last_parity());
             }
             pass.set_bind_group(0, &self.bind_group, &[]);
             kernels::dispatch(&mut pass, marks, "stats_partial", &self.pipelines.stats_partial, self.stats_grid);
@@ -871,7 +892,7 @@ impl Solver for GpuSolver {
         let dropped = self.particles.as_ref().and_then(|p| p.record_dropped_copy(&mut encoder, &self.params)).cloned();
         self.queue.submit([encoder.finish()]);
         let total: Vec<GpuStats> = self.read(&self.stats_readback)?;
-        let mut stats = crate::solver::stats_from(&self.params, self.steps, total[0]);
+        let mut stats = crate::solver::stats_from(&self.params, self.steps_taken(), total[0]);
         if let Some(readback) = dropped {
             stats.particle_body_dropped = self.read::<u32>(&readback)?[0];
         }
@@ -894,7 +915,7 @@ impl Solver for GpuSolver {
         let Some(joints) = self.joints.as_ref() else { return Ok(Vec::new()) };
         let (packed, order) = joints.read(&self.device, &self.queue)?;
         let reactions = crate::joint::reactions(&packed, order, &bodies, self.params.h);
-        crate::solver::finite("the reaction of joint", self.steps, reactions)
+        crate::solver::finite("the reaction of joint", self.steps_taken(), reactions)
     }
 
     fn set_velocity(&mut self, body: BodyHandle, linear: Vec3, angular: Vec3) -> Result<()> {
@@ -914,6 +935,8 @@ impl Solver for GpuSolver {
     fn set_force(&mut self, body: BodyHandle, force: Vec3, torque: Vec3) -> Result<()> {
         let i = self.index(body)?;
         let (force, torque) = crate::layout::checked_force(body, self.kinds[i], force, torque)?;
+        // The host's copy of the properties (for snapshots), then the GPU's.
+        (self.ray_tables.props[i].force, self.ray_tables.props[i].torque) = (force, torque);
         // force (bytes 48..60 of the body's properties) and torque (64..76).
         let at = |offset: usize| (i * size_of::<GpuBodyProps>() + offset) as u64;
         let props = &self.body_buffers[PROPS];
@@ -993,7 +1016,124 @@ impl Solver for GpuSolver {
         let slots = read_words(&self.device, &self.queue, buffer, "contacts_readback", 0, self.slot_count * words)?;
         let slots: Vec<GpuStaticContact> = bytemuck::pod_collect_to_vec(&slots);
         let contacts = crate::solver::contact_reports(&self.params, &bodies, &self.slot_ranges, &slots, &manifolds);
-        crate::solver::finite("contact", self.steps, contacts)
+        crate::solver::finite("contact", self.steps_taken(), contacts)
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot> {
+        let bodies = self.raw_bodies()?;
+        let mut joints = Vec::new();
+        if let Some(j) = &self.joints {
+            let (packed, order) = j.read(&self.device, &self.queue)?;
+            joints = vec![JointSnapshot::default(); order.len()];
+            for (j, &index) in packed.iter().zip(order) {
+                joints[index as usize] = JointSnapshot::of(j);
+            }
+        }
+        let (manifolds, separating_faces) = match &self.contacts_stages {
+            Some(c) => c.read_state(&self.device, &self.queue, self.last_parity())?,
+            None => Default::default(),
+        };
+        let (particles, particle_contacts) = match &self.particles {
+            Some(p) => {
+                let raw: Vec<crate::layout::GpuParticle> = self.read_all(&p.buffer, p.count as usize)?;
+                let kept = (p.kept * crate::particles::PARTICLE_CONTACT_SLOTS) as usize;
+                let states = raw.iter().map(|q| crate::ParticleState { position: q.position, velocity: q.velocity });
+                (states.collect(), self.read_all(&p.contacts, kept)?)
+            }
+            None => Default::default(),
+        };
+        Ok(Snapshot {
+            steps: self.steps_taken(),
+            gravity: self.params.gravity,
+            bodies: bodies.iter().zip(&self.ray_tables.props).map(|(b, pr)| BodySnapshot::of(b, pr)).collect(),
+            impulses: self.pending_impulses.entries.iter().map(PendingImpulse::of).collect(),
+            static_contacts: self.read_all(&self.body_buffers[STATIC_CONTACTS], self.slot_count as usize)?,
+            manifolds,
+            separating_faces,
+            joints,
+            particles,
+            particle_contacts,
+        })
+    }
+
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<()> {
+        let mut bodies = self.raw_bodies()?;
+        let mut joints = match &self.joints {
+            Some(j) => j.read(&self.device, &self.queue)?.0,
+            None => Vec::new(),
+        };
+        let no_loads = Vec::new();
+        let (order, loads) = self.joints.as_ref().map_or((&[][..], &no_loads), |j| (j.order(), &j.loads));
+        let particles = self.particles.as_ref().map_or((0, 0), |p| (p.count as usize, p.kept as usize));
+        snapshot.check(&crate::snapshot::Expected {
+            bodies: &bodies,
+            props: &self.ray_tables.props,
+            static_slots: self.slot_count as usize,
+            joints: (&joints, order, loads),
+            particles: particles.0,
+            particle_contacts: particles.1 * crate::particles::PARTICLE_CONTACT_SLOTS as usize,
+            colliders: self.params.collider_count,
+            max_colors: self.params.max_colors,
+            body_contacts: self.contacts_stages.is_some(),
+        })?;
+        // Room for the snapshot's contacts first, the one step that can fail on the device.
+        if let Some(c) = &self.contacts_stages
+            && !c.holds(snapshot.manifolds.len(), snapshot.separating_faces.len())
+        {
+            let limit = contact_capacity_limit(&self.device.limits());
+            let wanted = snapshot.manifolds.len().max(snapshot.separating_faces.len());
+            let wanted = u32::try_from(wanted).ok().filter(|&w| w <= limit).ok_or(Error::BufferTooLarge {
+                what: "the snapshot's manifolds",
+                bytes: wanted as u64 * size_of::<crate::layout::GpuManifold>() as u64,
+                limit: limit as u64 * size_of::<crate::layout::GpuManifold>() as u64,
+                limit_name: "max_storage_buffer_binding_size",
+            })?;
+            let layout = c.layout;
+            let grown = |capacity: u32| grown_capacity(wanted, capacity, limit);
+            self.build_contacts(grown(layout.pair_capacity), grown(layout.manifold_capacity))?;
+        }
+        let props = &mut self.ray_tables.props;
+        for ((b, pr), s) in bodies.iter_mut().zip(props.iter_mut()).zip(&snapshot.bodies) {
+            s.apply(b, pr);
+        }
+        self.queue.write_buffer(&self.bodies, 0, bytemuck::cast_slice(&bodies));
+        self.queue.write_buffer(&self.body_buffers[PROPS], 0, bytemuck::cast_slice(props));
+        self.params.gravity = snapshot.gravity;
+        self.queue.write_buffer(&self.body_buffers[PARAMS], 0, &uniform_bytes(&self.params));
+        if !snapshot.static_contacts.is_empty() {
+            let slots = bytemuck::cast_slice(&snapshot.static_contacts);
+            self.queue.write_buffer(&self.body_buffers[STATIC_CONTACTS], 0, slots);
+        }
+        if let Some(c) = &self.contacts_stages {
+            c.write_state(&self.queue, self.last_parity(), &snapshot.manifolds, &snapshot.separating_faces);
+        }
+        if let Some(j) = &self.joints {
+            for ((record, &index), loads) in joints.iter_mut().zip(j.order()).zip(&j.loads) {
+                let s = &snapshot.joints[index as usize];
+                s.apply(record);
+                for (word, value) in JointSnapshot::topology_words(record, loads, s.broken).into_iter().flatten() {
+                    self.queue.write_buffer(&self.topology, 4 * word as u64, bytemuck::bytes_of(&value));
+                }
+            }
+            j.write(&self.queue, &joints);
+        }
+        if let Some(p) = &self.particles {
+            let mut raw: Vec<crate::layout::GpuParticle> = self.read_all(&p.buffer, p.count as usize)?;
+            snapshot.apply_particles(&mut raw);
+            self.queue.write_buffer(&p.buffer, 0, bytemuck::cast_slice(&raw));
+            if !snapshot.particle_contacts.is_empty() {
+                self.queue.write_buffer(&p.contacts, 0, bytemuck::cast_slice(&snapshot.particle_contacts));
+            }
+        }
+        let n = self.frames.len();
+        self.pending_impulses.replace(snapshot.impulses.iter().map(PendingImpulse::record), n);
+        if !snapshot.impulses.is_empty() && self.impulses.is_none() {
+            let (bodies, props) = (&self.body_buffers[BODIES], &self.body_buffers[PROPS]);
+            self.impulses =
+                Some(super::impulses::GpuImpulses::new(&self.device, &self.modules, bodies, props, n as u32));
+        }
+        self.step_offset = snapshot.steps.wrapping_sub(self.steps);
+        Ok(())
     }
 
     fn set_joint_motor(&mut self, joint: crate::JointHandle, motor: crate::JointMotor) -> Result<()> {
