@@ -255,6 +255,9 @@ fn a_snapshot_moves_between_backends() {
     assert_same(&again.snapshot().unwrap(), &gpu.snapshot().unwrap(), "the fused GPU, restored");
 }
 
+/// A change that spoils a snapshot.
+type Damage<'a> = Box<dyn Fn(&mut Snapshot) + 'a>;
+
 /// A snapshot that does not fit the solver is refused with a typed error naming what, and the
 /// solver is left as it was: one of another world, and one of this world with each kind of
 /// damage no step leaves (numbers that are not finite, an orientation of no length, indices out
@@ -270,7 +273,7 @@ fn a_snapshot_that_does_not_fit_is_refused() {
         first_part(&e, solver.as_mut());
         let good = solver.snapshot().unwrap();
         let pivot = e.world.joint(e.early).unwrap().body_a.index();
-        let damaged: Vec<(&str, Box<dyn Fn(&mut Snapshot)>)> = vec![
+        let damaged: Vec<(&str, Damage)> = vec![
             ("the bodies", Box::new(|s| *s = foreign.clone())),
             ("the bodies", Box::new(|s| _ = s.bodies.pop())),
             ("the particles", Box::new(|s| _ = s.particles.pop())),
