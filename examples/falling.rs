@@ -7,6 +7,8 @@
 //! cargo run --release --example falling -- --bodies 100000 --steps 600
 //! cargo run --release --example falling -- --scene large-pyramid        # 5,050 boxes
 //! cargo run --release --example falling -- --scene rain --bodies 100000 # mixed shapes into a box
+//! cargo run --release --example falling -- --steps 300 --save-snapshot run.json
+//! cargo run --release --example falling -- --steps 300 --resume run.json   # on to step 602
 //! ```
 
 mod common;
@@ -62,6 +64,15 @@ struct Args {
     /// A label stored in the JSON (e.g. the commit measured).
     #[arg(long, default_value = "")]
     label: String,
+    /// Writes the solver's state at the end (a `signorini::Snapshot`, as JSON) to this file, to
+    /// go on from with `--resume`.
+    #[arg(long)]
+    save_snapshot: Option<std::path::PathBuf>,
+    /// Goes on from a state written by `--save-snapshot` for the same scene and size (restored
+    /// after the warm-up): on the same backend the steps are those the run that wrote it would
+    /// have taken next, to the bit.
+    #[arg(long)]
+    resume: Option<std::path::PathBuf>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -98,6 +109,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Warm-up: pipelines compile and caches fill before the clock starts.
     solver.step_many(2);
     solver.stats()?;
+    if let Some(path) = &args.resume {
+        let snapshot: signorini::Snapshot = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        solver.restore(&snapshot)?;
+        println!("resumed from {} after step {}", path.display(), snapshot.steps);
+    }
 
     let bar = ProgressBar::new(args.steps as u64);
     bar.set_style(
@@ -143,6 +159,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lowest = states.iter().map(|s| s.position.y).fold(f32::INFINITY, f32::min);
     let finite = states.iter().all(|s| s.position.is_finite() && s.linear_velocity.is_finite());
     println!("lowest body origin: {lowest:.3} m; all states finite: {finite}");
+    if let Some(path) = &args.save_snapshot {
+        std::fs::write(path, serde_json::to_string(&solver.snapshot()?)?)?;
+        println!("state after step {} written to {}", stats.steps, path.display());
+    }
     if let Some(path) = &args.json {
         let json = format!(
             "{{\"label\": {:?}, \"backend\": {:?}, \"software_adapter\": {software}, \"scene\": \"{:?}\", \"bodies\": {}, \
