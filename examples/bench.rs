@@ -156,6 +156,12 @@ struct Args {
     /// (`dispatch_costs`).
     #[arg(long)]
     dispatch_costs: bool,
+    /// After the measured steps, measure what a snapshot of the state costs
+    /// (`Solver::snapshot` and `Solver::restore`, the median of three calls each, wall clock,
+    /// on the GPU its readbacks included) and its size as JSON. In the table and in the JSON
+    /// (`snapshot_cost`).
+    #[arg(long)]
+    snapshot_cost: bool,
     /// Write each engine's warm-up, step by step, to this CSV file: the height along gravity of
     /// the lowest dynamic body and the mechanical energy (how a scene settles or sways in
     /// each engine). The warm-up is not timed, so reading the states there costs the timings
@@ -345,6 +351,48 @@ struct Report {
     /// With `--dispatch-costs`: what a dispatch and a scan cost on the adapter.
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatch_costs: Option<DispatchCostsUs>,
+    /// With `--snapshot-cost`: what a snapshot of the final state costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot_cost: Option<SnapshotCost>,
+}
+
+/// What `Solver::snapshot` and `Solver::restore` cost on the final state (wall clock, median of
+/// three calls each), and the snapshot's size.
+#[derive(Serialize)]
+struct SnapshotCost {
+    snapshot_ms: f64,
+    restore_ms: f64,
+    /// Its JSON, compact, bytes.
+    json_bytes: usize,
+    manifolds: usize,
+    static_contacts: usize,
+}
+
+impl SnapshotCost {
+    /// Takes three snapshots and restores the last three times, timing each.
+    fn measure(solver: &mut dyn Solver) -> signorini::Result<Self> {
+        let mut took = Vec::new();
+        let mut snapshot = Default::default();
+        for _ in 0..3 {
+            let start = Instant::now();
+            snapshot = solver.snapshot()?;
+            took.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        let mut restored = Vec::new();
+        for _ in 0..3 {
+            let start = Instant::now();
+            solver.restore(&snapshot)?;
+            solver.synchronize()?;
+            restored.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Self {
+            snapshot_ms: Timing::of(took).ms_per_step_median,
+            restore_ms: Timing::of(restored).ms_per_step_median,
+            json_bytes: serde_json::to_vec(&snapshot).map_or(0, |v| v.len()),
+            manifolds: snapshot.manifolds.len(),
+            static_contacts: snapshot.static_contacts.len(),
+        })
+    }
 }
 
 /// `GpuContext::measure_dispatches`' figures, µs.
@@ -794,6 +842,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
 
+    let snapshot_cost = if args.snapshot_cost { Some(SnapshotCost::measure(engine.solver())?) } else { None };
+
     let rapier = match args.compare {
         Some(Compare::Rapier) => Some(rapier_side::run(&world, &args)?),
         None => None,
@@ -861,6 +911,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dispatch_profile,
         dispatch_profile_total_ms_median,
         dispatch_costs,
+        snapshot_cost,
     };
     print_table(&report);
     if let Some(path) = &args.json {
@@ -934,6 +985,16 @@ fn print_table(r: &Report) {
             let share = if total > 0.0 { 100.0 * k.ms_median / total } else { 0.0 };
             println!("{:<32} {:<13} {:>10} {:>10.4} {:>7.1}%", k.label, k.stage, k.dispatches, k.ms_median, share);
         }
+    }
+    if let Some(c) = &r.snapshot_cost {
+        println!(
+            "snapshot of the final state: taken in {:.2} ms, restored in {:.2} ms, {} manifolds and {} static slots, {:.1} MB as JSON",
+            c.snapshot_ms,
+            c.restore_ms,
+            c.manifolds,
+            c.static_contacts,
+            c.json_bytes as f64 / 1e6
+        );
     }
     if let Some(c) = &r.dispatch_costs {
         println!(

@@ -17,7 +17,10 @@
 //! [`Solver::set_velocity`], [`Solver::set_collision_groups`], [`Solver::set_joint_motor`],
 //! [`Solver::set_gravity`]), on either backend alike. A world is
 //! plain data too ([`Scene`]): with the `serde` feature it is written to and read from scene
-//! files in any serde format, through the same checks as when it was built ([`scene`]).
+//! files in any serde format, through the same checks as when it was built ([`scene`]). So is a
+//! running solver's state ([`Snapshot`], [`Solver::snapshot`], [`Solver::restore`]): restored
+//! on the same backend it steps on to the same bits, to resume a saved run or go back to an
+//! earlier step ([`snapshot`]).
 //!
 //! ```no_run
 //! use signorini::prelude::*;

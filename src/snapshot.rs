@@ -14,7 +14,40 @@
 //!
 //! Restored into a solver of the same backend, the steps that follow are those the solver that
 //! took it would have stepped, to the bit (on the GPU, on the same adapter). Restored into the
-//! other backend they are as close as the two backends' steps ever are.
+//! other backend they are as close as the two backends' steps ever are (tests/snapshot.rs: 704
+//! stacked boxes taken on the CPU and restored on the GPU, 3.6e-7 m apart ten steps later; the
+//! same state without its manifolds ends 8.6 cm from the CPU's own run, as the block jolts
+//! when its warm starts begin from zero).
+//!
+//! A snapshot holds no settings: a solver of the same bodies, joints, particles and colliders
+//! built with other settings (threads, lanes, the GPU's buffer sizes or fused sweeps) restores
+//! it and steps on with its own. Within one world every setting may differ but the colors
+//! ([`SolverSettings::max_colors`](crate::SolverSettings::max_colors): a manifold's color must
+//! be one of the solver's) and what decides the contact slots and kept contacts (whether bodies
+//! and particles meet).
+//!
+//! ```
+//! use signorini::prelude::*;
+//!
+//! let mut world = World::new(WorldDesc::default())?;
+//! world.add_plane(Plane::new(Vec3::Y, 0.0))?;
+//! world.add_body(RigidBodyDesc::dynamic(Shape::cuboid(Vec3::splat(0.5))).position(Vec3::new(0.0, 0.6, 0.0)))?;
+//! let mut solver = CpuSolver::new(&world)?;
+//! solver.step_many(30);
+//! let saved = solver.snapshot()?;
+//! solver.step_many(30);
+//! let ahead = solver.body_states()?;
+//! // Back to step 30, and on again: the same bits.
+//! solver.restore(&saved)?;
+//! solver.step_many(30);
+//! assert_eq!(solver.body_states()?, ahead);
+//! // A solver just built resumes it too.
+//! let mut resumed = CpuSolver::new(&world)?;
+//! resumed.restore(&saved)?;
+//! resumed.step_many(30);
+//! assert_eq!(resumed.body_states()?, ahead);
+//! # Ok::<(), signorini::Error>(())
+//! ```
 
 use glam::{Quat, Vec3};
 
