@@ -251,10 +251,11 @@ pub trait Solver {
     /// Puts a [`Snapshot`](crate::Snapshot) of this world back, from either backend: into a
     /// solver just built from the world (resuming a saved run) or into one that has stepped on
     /// since (going back to an earlier step), including a joint that broke after it was
-    /// taken, which holds again. Everything it holds is replaced; nothing else changes: the
-    /// statistics' colors and recycled count, and [`Solver::contacts`], stay the last step's
-    /// until the next. On the GPU this writes the state ahead of the next step, after reading
-    /// the bodies back.
+    /// taken, which holds again. Everything it holds is replaced, and the reads give it back
+    /// ([`Solver::contacts`] the snapshot's contacts); what it does not hold stays: the world,
+    /// the settings, and until the next step the last coloring's figures in [`Solver::stats`]
+    /// (`colors`, `overflow`, `recycled`). On the GPU this writes the state ahead of the next
+    /// step, after reading the bodies and joints back.
     ///
     /// # Errors
     /// [`Error::InvalidSnapshot`](crate::Error::InvalidSnapshot) for a snapshot of another world

@@ -27,7 +27,12 @@ struct Everything {
 /// heaped onto a box (kept contacts, particle-body contacts), two breakable pendulums, a
 /// motorized hinge, and bodies given a force and collision groups.
 fn everything() -> Everything {
-    let mut world = common::world_with(Vec3::new(0.0, -9.81, 0.0));
+    everything_with(WorldDesc::default())
+}
+
+/// [`everything`] with other settings.
+fn everything_with(desc: WorldDesc) -> Everything {
+    let mut world = World::new(desc).unwrap();
     world.add_plane(Plane::new(Vec3::Y, 0.0).friction(0.5).restitution(0.1)).unwrap();
     world.add_sdf(SdfCollider::new(Sdf::sphere(0.5).translated(Vec3::new(3.0, -0.2, 3.0)))).unwrap();
     let cube = |half: f32| Shape::cuboid(Vec3::splat(half));
@@ -112,54 +117,77 @@ fn second_part(e: &Everything, solver: &mut dyn Solver) {
 #[test]
 fn a_restored_snapshot_steps_to_the_same_bits() {
     let e = everything();
-    for mut solver in common::solvers(&e.world) {
-        let backend = solver.backend();
-        first_part(&e, solver.as_mut());
-        let taken = solver.snapshot().unwrap();
-        assert_eq!(taken.steps, 40);
-        let joints = solver.joint_reactions().unwrap();
-        assert!(joints[e.early.index()].broken && !joints[e.late.0.index()].broken, "{backend}: {joints:?}");
-        assert!(!taken.manifolds.is_empty(), "{backend}: no body contacts");
-        assert!(!taken.separating_faces.is_empty(), "{backend}: no pair a face kept apart");
-        assert!(taken.static_contacts.iter().any(|c| c.in_contact == 1 && c.normal_impulse > 0.0));
-        assert!(taken.particle_contacts.iter().any(|c| c.id != 0), "{backend}: no kept particle contacts");
-        assert!(taken.manifolds.iter().any(|m| m.recycled == 1), "{backend}: nothing recycled");
-        assert_eq!(taken.impulses.len(), 1);
-
-        let json = serde_json::to_string(&taken).unwrap();
-        let read: Snapshot = serde_json::from_str(&json).unwrap();
-        assert_eq!(read, taken, "{backend}: the snapshot read back from JSON differs");
-
-        second_part(&e, solver.as_mut());
-        let end = solver.snapshot().unwrap();
-        assert!(solver.joint_reactions().unwrap()[e.late.0.index()].broken, "{backend}: the kick broke nothing");
-        assert_eq!(end.steps, 80);
-
-        let mut fresh: Box<dyn Solver> = match common::gpu().filter(|_| backend != "cpu") {
+    for solver in common::solvers(&e.world) {
+        let gpu = solver.backend() != "cpu";
+        restores_to_the_same_bits(&e, solver, &|| match common::gpu().filter(|_| gpu) {
             Some(ctx) => Box::new(GpuSolver::new(ctx, &e.world).unwrap()),
             None => Box::new(CpuSolver::new(&e.world).unwrap()),
-        };
-        assert_eq!(fresh.backend(), backend);
-        fresh.restore(&read).unwrap();
-        assert_eq!(fresh.steps_taken(), 40);
-        assert_same(&fresh.snapshot().unwrap(), &taken, &format!("{backend}: read back once restored"));
-        second_part(&e, fresh.as_mut());
-        assert_same(&fresh.snapshot().unwrap(), &end, &format!("{backend}, restored into a new solver"));
-
-        solver.restore(&taken).unwrap();
-        let reactions = solver.joint_reactions().unwrap();
-        assert!(reactions[e.early.index()].broken && !reactions[e.late.0.index()].broken, "{backend}: {reactions:?}");
-        second_part(&e, solver.as_mut());
-        assert_same(&solver.snapshot().unwrap(), &end, &format!("{backend}, restored into the solver that took it"));
-        eprintln!(
-            "{backend}: {} manifolds, {} separated pairs, {} static slots, {} kept particle contacts, {} bytes of JSON",
-            taken.manifolds.len(),
-            taken.separating_faces.len(),
-            taken.static_contacts.len(),
-            taken.particle_contacts.len(),
-            json.len()
-        );
+        });
     }
+}
+
+/// The same on the GPU's other paths: the manifold passes reading prepared records, and the
+/// sweeps fused into one workgroup's dispatch each.
+#[test]
+fn a_restored_snapshot_steps_to_the_same_bits_on_the_gpus_other_paths() {
+    let Some(ctx) = common::gpu() else { return };
+    for (prepared, fused) in [(true, false), (false, true)] {
+        let mut desc = WorldDesc::default();
+        (desc.solver.gpu_prepared_passes, desc.solver.gpu_fused_sweeps) = (prepared, fused);
+        let e = everything_with(desc);
+        let make = || -> Box<dyn Solver> { Box::new(GpuSolver::new(ctx, &e.world).unwrap()) };
+        eprintln!("prepared passes {prepared}, fused sweeps {fused}:");
+        restores_to_the_same_bits(&e, make(), &make);
+    }
+}
+
+/// `solver` through the first part, a snapshot, the second part; then the snapshot, read back
+/// from JSON, restored into `fresh()` and stepped through the second part again, and restored
+/// into `solver` likewise: each ends where `solver` did, to the bit.
+fn restores_to_the_same_bits(e: &Everything, mut solver: Box<dyn Solver>, fresh: &dyn Fn() -> Box<dyn Solver>) {
+    let backend = solver.backend();
+    first_part(e, solver.as_mut());
+    let taken = solver.snapshot().unwrap();
+    assert_eq!(taken.steps, 40);
+    let joints = solver.joint_reactions().unwrap();
+    assert!(joints[e.early.index()].broken && !joints[e.late.0.index()].broken, "{backend}: {joints:?}");
+    assert!(!taken.manifolds.is_empty(), "{backend}: no body contacts");
+    assert!(!taken.separating_faces.is_empty(), "{backend}: no pair a face kept apart");
+    assert!(taken.static_contacts.iter().any(|c| c.in_contact == 1 && c.normal_impulse > 0.0));
+    assert!(taken.particle_contacts.iter().any(|c| c.id != 0), "{backend}: no kept particle contacts");
+    assert!(taken.manifolds.iter().any(|m| m.recycled == 1), "{backend}: nothing recycled");
+    assert_eq!(taken.impulses.len(), 1);
+
+    let json = serde_json::to_string(&taken).unwrap();
+    let read: Snapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(read, taken, "{backend}: the snapshot read back from JSON differs");
+
+    second_part(e, solver.as_mut());
+    let end = solver.snapshot().unwrap();
+    assert!(solver.joint_reactions().unwrap()[e.late.0.index()].broken, "{backend}: the kick broke nothing");
+    assert_eq!(end.steps, 80);
+
+    let mut fresh = fresh();
+    assert_eq!(fresh.backend(), backend);
+    fresh.restore(&read).unwrap();
+    assert_eq!(fresh.steps_taken(), 40);
+    assert_same(&fresh.snapshot().unwrap(), &taken, &format!("{backend}: read back once restored"));
+    second_part(e, fresh.as_mut());
+    assert_same(&fresh.snapshot().unwrap(), &end, &format!("{backend}, restored into a new solver"));
+
+    solver.restore(&taken).unwrap();
+    let reactions = solver.joint_reactions().unwrap();
+    assert!(reactions[e.early.index()].broken && !reactions[e.late.0.index()].broken, "{backend}: {reactions:?}");
+    second_part(e, solver.as_mut());
+    assert_same(&solver.snapshot().unwrap(), &end, &format!("{backend}, restored into the solver that took it"));
+    eprintln!(
+        "{backend}: {} manifolds, {} separated pairs, {} static slots, {} kept particle contacts, {} bytes of JSON",
+        taken.manifolds.len(),
+        taken.separating_faces.len(),
+        taken.static_contacts.len(),
+        taken.particle_contacts.len(),
+        json.len()
+    );
 }
 
 /// `a` is `b`, or the first item that differs.
