@@ -56,8 +56,8 @@ use crate::collide::MAX_MANIFOLD_POINTS;
 use crate::error::{Error, Result};
 use crate::joint::JointMotor;
 use crate::layout::{
-    GpuBody, GpuBodyProps, GpuImpulse, GpuJoint, GpuJointBreak, GpuManifold, GpuParticle, GpuParticleContact,
-    GpuStaticContact, JOINT_BROKEN, JOINT_MOTOR, KIND_DYNAMIC, KIND_STATIC, NO_BODY, OVERFLOW_COLOR,
+    GpuBody, GpuBodyProps, GpuImpulse, GpuJoint, GpuJointBreak, GpuManifold, GpuParticle, GpuParticleContact, GpuShape,
+    GpuSolverBody, GpuStaticContact, JOINT_BROKEN, JOINT_MOTOR, KIND_DYNAMIC, KIND_STATIC, NO_BODY, OVERFLOW_COLOR,
 };
 use crate::particles::PARTICLE_CONTACT_COLLIDER;
 
@@ -122,6 +122,12 @@ pub struct BodySnapshot {
     pub torque: Vec3,
     /// Its collision groups ([`Solver::set_collision_groups`](crate::Solver::set_collision_groups)).
     pub collision_groups: CollisionGroups,
+    /// Its centre's displacement over the last step, m: the manifolds' separations, taken at the
+    /// step's start, move by it ([`StepStats::max_penetration`](crate::StepStats::max_penetration)
+    /// reads them so).
+    pub step_displacement: Vec3,
+    /// Its rotation over the last step (of unit length).
+    pub step_rotation: Quat,
 }
 
 /// The impulses applied to one body since the last step, summed ([`Solver::apply_impulse`](crate::Solver::apply_impulse)).
@@ -160,8 +166,10 @@ pub struct JointSnapshot {
 
 impl BodySnapshot {
     /// A body's state as the solvers store it.
-    pub(crate) fn of(b: &GpuBody, pr: &GpuBodyProps) -> Self {
+    pub(crate) fn of(b: &GpuBody, pr: &GpuBodyProps, sb: &GpuSolverBody) -> Self {
         Self {
+            step_displacement: sb.delta_position,
+            step_rotation: sb.delta_rotation,
             centre_of_mass: b.position,
             principal_orientation: b.orientation,
             linear_velocity: b.linear_velocity,
@@ -173,7 +181,8 @@ impl BodySnapshot {
     }
 
     /// Writes it into a body's records (once checked).
-    pub(crate) fn apply(&self, b: &mut GpuBody, pr: &mut GpuBodyProps) {
+    pub(crate) fn apply(&self, b: &mut GpuBody, pr: &mut GpuBodyProps, sb: &mut GpuSolverBody) {
+        (sb.delta_position, sb.delta_rotation) = (self.step_displacement, self.step_rotation);
         b.position = self.centre_of_mass;
         b.orientation = self.principal_orientation;
         b.linear_velocity = self.linear_velocity;
@@ -237,6 +246,7 @@ pub(crate) struct Expected<'a> {
     /// The bodies now (a static body's state must be the snapshot's).
     pub bodies: &'a [GpuBody],
     pub props: &'a [GpuBodyProps],
+    pub shapes: &'a [GpuShape],
     pub static_slots: usize,
     /// The joints by color, the world's index of each, and their breaking loads.
     pub joints: (&'a [GpuJoint], &'a [u32], &'a [GpuJointBreak]),
@@ -263,6 +273,34 @@ fn count(what: &str, expected: usize, found: usize) -> Result<()> {
 
 fn finite(item: impl FnOnce() -> String, words: &[f32]) -> Result<()> {
     if words.iter().all(|w| w.is_finite()) { Ok(()) } else { Err(bad(item(), "a number is NaN or infinite")) }
+}
+
+/// Numbers whose squares are finite (below 1.8e19): impulses, speeds and offsets, which the
+/// stages square and multiply (a body's position may be anything finite).
+fn bounded(item: impl FnOnce() -> String, words: &[f32]) -> Result<()> {
+    if words.iter().all(|w| (w * w).is_finite()) {
+        Ok(())
+    } else {
+        Err(bad(item(), "a number that is NaN, infinite or past 1.8e19 (its square overflows f32)"))
+    }
+}
+
+/// A contact's combined friction (at least 0) and restitution (in `[0, 1]`).
+fn material(item: impl FnOnce() -> String, friction: f32, restitution: f32) -> Result<()> {
+    if friction >= 0.0 && (0.0..=1.0).contains(&restitution) {
+        Ok(())
+    } else {
+        Err(bad(item(), format!("friction {friction} or restitution {restitution} out of range")))
+    }
+}
+
+/// A contact normal of unit length.
+fn unit(item: impl FnOnce() -> String, n: Vec3) -> Result<()> {
+    if (n.length() - 1.0).abs() <= 1e-3 {
+        Ok(())
+    } else {
+        Err(bad(item(), format!("a normal of length {} (not a unit vector)", n.length())))
+    }
 }
 
 /// A speed whose square is finite, as the inputs must have (`error::check_speed`).
@@ -307,8 +345,13 @@ impl Snapshot {
             finite(item, &words)?;
             speed(item, s.linear_velocity)?;
             speed(item, s.angular_velocity)?;
-            if (q.length() - 1.0).abs() > 1e-3 {
-                return Err(bad(item(), format!("an orientation of length {} (not a unit quaternion)", q.length())));
+            let mut motion = s.step_displacement.to_array().to_vec();
+            motion.extend(s.step_rotation.to_array());
+            bounded(item, &motion)?;
+            for q in [q, s.step_rotation] {
+                if (q.length() - 1.0).abs() > 1e-3 {
+                    return Err(bad(item(), format!("a rotation of length {} (not a unit quaternion)", q.length())));
+                }
             }
             if pr.kind != KIND_DYNAMIC && (s.force != Vec3::ZERO || s.torque != Vec3::ZERO) {
                 return Err(bad(item(), "a force on a body that is not dynamic"));
@@ -316,7 +359,9 @@ impl Snapshot {
             let moved = s.centre_of_mass != b.position
                 || s.principal_orientation != b.orientation
                 || s.linear_velocity != Vec3::ZERO
-                || s.angular_velocity != Vec3::ZERO;
+                || s.angular_velocity != Vec3::ZERO
+                || s.step_displacement != Vec3::ZERO
+                || s.step_rotation != Quat::IDENTITY;
             if pr.kind == KIND_STATIC && moved {
                 return Err(bad(item(), "a static body elsewhere than in the solver's world, or moving"));
             }
@@ -331,13 +376,18 @@ impl Snapshot {
             if std::mem::replace(&mut seen[i], true) {
                 return Err(bad(item(), format!("a second entry for body {i} (they are summed by body)")));
             }
-            finite(item, &flat(&[e.impulse, e.point, e.moment]))?;
+            finite(item, &e.point.to_array())?;
+            bounded(item, &flat(&[e.impulse, e.moment]))?;
         }
         for (k, c) in self.static_contacts.iter().enumerate() {
             let item = || format!("static contact slot {k}");
-            finite(item, &static_words(c))?;
+            bounded(item, &static_words(c))?;
             if c.in_contact > 1 {
                 return Err(bad(item(), "in_contact is neither 0 nor 1"));
+            }
+            material(item, c.friction, c.restitution)?;
+            if c.in_contact == 1 {
+                unit(item, c.normal)?;
             }
         }
         let none = self.manifolds.is_empty() && self.separating_faces.is_empty();
@@ -353,7 +403,23 @@ impl Snapshot {
             if m.color >= world.max_colors && m.color != OVERFLOW_COLOR {
                 return Err(bad(item(), format!("color {} past the world's {} colors", m.color, world.max_colors)));
             }
-            finite(item, &manifold_words(m))?;
+            bounded(item, &manifold_words(m))?;
+            // What the narrow phase gives the pair, which a carried manifold keeps.
+            let (a, b) = (&world.props[m.body_a as usize], &world.props[m.body_b as usize]);
+            if a.kind != KIND_DYNAMIC && b.kind != KIND_DYNAMIC {
+                return Err(bad(item(), "a pair of bodies of which neither is dynamic"));
+            }
+            let radii = (world.shapes[a.shape as usize].radius, world.shapes[b.shape as usize].radius);
+            let friction = (a.friction * b.friction).sqrt();
+            let fits = (m.radius_a, m.radius_b) == radii
+                && m.restitution == a.restitution.max(b.restitution)
+                && (m.friction - friction).abs() <= 1e-5 * friction;
+            if !fits {
+                return Err(bad(item(), "radii, friction or restitution other than the world's for its bodies"));
+            }
+            if m.count > 0 {
+                unit(item, m.normal)?;
+            }
         }
         let faces = self.separating_faces.iter().map(|&([a, b], _)| (a, b));
         pairs_in_order("separating face", faces, n as u32)?;
@@ -363,7 +429,7 @@ impl Snapshot {
             let item = || format!("joint {index}");
             let mut impulses = flat(&[s.linear_impulse, s.angular_impulse]);
             impulses.extend(s.limit_impulses);
-            finite(item, &impulses)?;
+            bounded(item, &impulses)?;
             match (s.motor, j.flags & JOINT_MOTOR != 0) {
                 (Some(m), true) => m.validate().map_err(|e| bad(item(), e.to_string()))?,
                 (None, false) => {}
@@ -381,7 +447,7 @@ impl Snapshot {
         let particles = world.particles as u32;
         for (k, c) in self.particle_contacts.iter().enumerate() {
             let item = || format!("kept particle contact {k}");
-            finite(item, &c.impulse.to_array())?;
+            bounded(item, &c.impulse.to_array())?;
             let valid = match c.id {
                 0 => true,
                 id if id & PARTICLE_CONTACT_COLLIDER != 0 => id & !PARTICLE_CONTACT_COLLIDER < world.colliders,
@@ -392,6 +458,22 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+
+    /// The figures of the last step's coloring it holds, which a restored solver's statistics
+    /// give until its next step: `[colors, overflow, recycled]` as in
+    /// [`StepStats`](crate::StepStats).
+    pub(crate) fn coloring(&self) -> [u32; 3] {
+        let mut colors = 0u64;
+        let (mut overflow, mut recycled) = (0, 0);
+        for m in &self.manifolds {
+            match m.color {
+                OVERFLOW_COLOR => overflow += 1,
+                c => colors |= 1 << c,
+            }
+            recycled += m.recycled;
+        }
+        [colors.count_ones(), overflow, recycled]
     }
 
     /// The particles' states into their records (once checked).

@@ -252,10 +252,10 @@ pub trait Solver {
     /// solver just built from the world (resuming a saved run) or into one that has stepped on
     /// since (going back to an earlier step), including a joint that broke after it was
     /// taken, which holds again. Everything it holds is replaced, and the reads give it back
-    /// ([`Solver::contacts`] the snapshot's contacts); what it does not hold stays: the world,
-    /// the settings, and until the next step the last coloring's figures in [`Solver::stats`]
-    /// (`colors`, `overflow`, `recycled`). On the GPU this writes the state ahead of the next
-    /// step, after reading the bodies and joints back.
+    /// ([`Solver::contacts`] the snapshot's contacts, [`Solver::stats`] the figures of its
+    /// manifolds: colors, overflow, recycled); the world and the settings stay. On the GPU
+    /// this writes the state ahead of the next step, after reading the bodies, joints and
+    /// particles back.
     ///
     /// # Errors
     /// [`Error::InvalidSnapshot`](crate::Error::InvalidSnapshot) for a snapshot of another world

@@ -148,6 +148,7 @@ fn restores_to_the_same_bits(e: &Everything, mut solver: Box<dyn Solver>, fresh:
     let backend = solver.backend();
     first_part(e, solver.as_mut());
     let taken = solver.snapshot().unwrap();
+    let stats = solver.stats().unwrap();
     assert_eq!(taken.steps, 40);
     let joints = solver.joint_reactions().unwrap();
     assert!(joints[e.early.index()].broken && !joints[e.late.0.index()].broken, "{backend}: {joints:?}");
@@ -172,10 +173,13 @@ fn restores_to_the_same_bits(e: &Everything, mut solver: Box<dyn Solver>, fresh:
     fresh.restore(&read).unwrap();
     assert_eq!(fresh.steps_taken(), 40);
     assert_same(&fresh.snapshot().unwrap(), &taken, &format!("{backend}: read back once restored"));
+    assert_eq!(fresh.stats().unwrap(), stats, "{backend}: the statistics once restored");
+    assert!(stats.colors > 0 && stats.recycled > 0, "{backend}: {stats:?}");
     second_part(e, fresh.as_mut());
     assert_same(&fresh.snapshot().unwrap(), &end, &format!("{backend}, restored into a new solver"));
 
     solver.restore(&taken).unwrap();
+    assert_eq!(solver.stats().unwrap(), stats, "{backend}: the statistics once restored into the solver that took it");
     let reactions = solver.joint_reactions().unwrap();
     assert!(reactions[e.early.index()].broken && !reactions[e.late.0.index()].broken, "{backend}: {reactions:?}");
     second_part(e, solver.as_mut());
@@ -288,9 +292,11 @@ type Damage<'a> = Box<dyn Fn(&mut Snapshot) + 'a>;
 
 /// A snapshot that does not fit the solver is refused with a typed error naming what, and the
 /// solver is left as it was: one of another world, and one of this world with each kind of
-/// damage no step leaves (numbers that are not finite, an orientation of no length, indices out
-/// of range, lists out of order, a force on a static body, a static body moved, a motor where
-/// there is none, a break of a joint that cannot break, two impulses for one body).
+/// damage no step leaves (numbers that are not finite or whose squares overflow, rotations and
+/// normals not of unit length, indices out of range, lists out of order, a manifold whose
+/// radii, friction or restitution are not its bodies' or between two static bodies, a force on
+/// a static body, a static body moved, a motor where there is none, a break of a joint that
+/// cannot break, two impulses for one body).
 #[test]
 fn a_snapshot_that_does_not_fit_is_refused() {
     let e = everything();
@@ -301,6 +307,8 @@ fn a_snapshot_that_does_not_fit_is_refused() {
         first_part(&e, solver.as_mut());
         let good = solver.snapshot().unwrap();
         let pivot = e.world.joint(e.early).unwrap().body_a.index();
+        let pivots = (pivot as u32, e.world.joint(e.late.0).unwrap().body_a.index() as u32);
+        assert_eq!(good.static_contacts[0].in_contact, 1);
         let damaged: Vec<(&str, Damage)> = vec![
             ("the bodies", Box::new(|s| *s = foreign.clone())),
             ("the bodies", Box::new(|s| _ = s.bodies.pop())),
@@ -312,14 +320,33 @@ fn a_snapshot_that_does_not_fit_is_refused() {
             ("body 2", Box::new(|s| s.bodies[2].angular_velocity.z = 1e20)),
             ("body 2", Box::new(|s| s.bodies[2].principal_orientation = Quat::from_xyzw(0.0, 0.0, 0.0, 0.0))),
             ("body 2", Box::new(|s| s.bodies[2].centre_of_mass.x = f32::NAN)),
+            ("body 2", Box::new(|s| s.bodies[2].step_displacement.y = 1e30)),
+            ("body 2", Box::new(|s| s.bodies[2].step_rotation = Quat::from_xyzw(0.0, 0.0, 0.5, 0.5))),
             ("manifold 0", Box::new(|s| s.manifolds[0].body_b = 10_000)),
             ("manifold 0", Box::new(|s| s.manifolds[0].count = 5)),
             ("manifold 0", Box::new(|s| s.manifolds[0].color = 40)),
             ("manifold 0", Box::new(|s| s.manifolds[0].points[1].normal_impulse = f32::NAN)),
+            ("manifold 0", Box::new(|s| s.manifolds[0].points[0].tangent_impulse_1 = 1e30)),
+            ("manifold 0", Box::new(|s| s.manifolds[0].normal *= 2.0)),
+            ("manifold 0", Box::new(|s| s.manifolds[0].friction += 0.1)),
+            ("manifold 0", Box::new(|s| s.manifolds[0].restitution = 0.9)),
+            ("manifold 0", Box::new(|s| s.manifolds[0].radius_b = 0.3)),
+            (
+                "manifold 0",
+                Box::new(|s| {
+                    s.manifolds.truncate(1);
+                    (s.manifolds[0].body_a, s.manifolds[0].body_b) = (pivots.0, pivots.1);
+                }),
+            ),
             ("manifold 1", Box::new(|s| s.manifolds.swap(0, 1))),
             ("separating face 0", Box::new(|s| s.separating_faces[0].0 = [4, 0])),
             ("static contact slot 3", Box::new(|s| s.static_contacts[3].in_contact = 7)),
             ("static contact slot 3", Box::new(|s| s.static_contacts[3].tangent_impulse_2 = f32::NAN)),
+            ("static contact slot 0", Box::new(|s| s.static_contacts[0].normal *= 0.5)),
+            ("static contact slot 0", Box::new(|s| s.static_contacts[0].restitution = 2.0)),
+            ("static contact slot 0", Box::new(|s| s.static_contacts[0].friction = -0.5)),
+            ("joint 0", Box::new(|s| s.joints[0].angular_impulse.y = -1e30)),
+            ("kept particle contact 5", Box::new(|s| s.particle_contacts[5].impulse.x = 1e30)),
             ("joint 0", Box::new(|s| s.joints[0].linear_impulse.x = f32::NAN)),
             ("joint 0", Box::new(|s| s.joints[0].motor = Some(JointMotor { speed: 1.0, max_effort: 1.0 }))),
             ("joint 2", Box::new(|s| s.joints[2].motor = None)),

@@ -157,6 +157,9 @@ pub struct CpuSolver {
     joint_breaks: Vec<crate::layout::GpuJointBreak>,
     /// The joints that can break (indices into `joints`).
     breakable: Vec<u32>,
+    /// A restored snapshot's `[colors, overflow, recycled]`, which the statistics give until the
+    /// next step.
+    restored_coloring: Option<[u32; 3]>,
 }
 
 impl CpuSolver {
@@ -230,6 +233,7 @@ impl CpuSolver {
             joint_order,
             breakable: joints::breakable(&joint_breaks),
             joint_breaks,
+            restored_coloring: None,
         })
     }
 
@@ -383,6 +387,7 @@ impl CpuSolver {
         let bodies = p.body_contacts != 0;
         let mut t = StageTimes::default();
         let mut laps = Laps(std::time::Instant::now());
+        self.restored_coloring = None;
         // The impulses applied since the last step, first.
         for e in &self.impulses.entries {
             e.apply(&mut self.bodies[e.body as usize], &self.props[e.body as usize]);
@@ -545,6 +550,9 @@ impl Solver for CpuSolver {
         stats.colors = colors.iter().filter(|c| !c.is_empty()).count() as u32;
         stats.overflow = overflow.len() as u32;
         stats.recycled = self.contacts_state.manifolds.iter().map(|m| m.recycled).sum();
+        if let Some([colors, overflow, recycled]) = self.restored_coloring {
+            (stats.colors, stats.overflow, stats.recycled) = (colors, overflow, recycled);
+        }
         stats.particle_body_dropped = self.particle_grid.dropped;
         crate::solver::finite_stats(stats)
     }
@@ -643,7 +651,9 @@ impl Solver for CpuSolver {
         Ok(Snapshot {
             steps: self.steps,
             gravity: self.params.gravity,
-            bodies: self.bodies.iter().zip(&self.props).map(|(b, pr)| BodySnapshot::of(b, pr)).collect(),
+            bodies: (self.bodies.iter().zip(&self.props).zip(&self.solver_bodies))
+                .map(|((b, pr), sb)| BodySnapshot::of(b, pr, sb))
+                .collect(),
             impulses: self.impulses.entries.iter().map(PendingImpulse::of).collect(),
             static_contacts: self.contacts.clone(),
             manifolds: self.contacts_state.manifolds.clone(),
@@ -662,6 +672,7 @@ impl Solver for CpuSolver {
         snapshot.check(&crate::snapshot::Expected {
             bodies: &self.bodies,
             props: &self.props,
+            shapes: &self.shapes,
             static_slots: self.contacts.len(),
             joints: (&self.joints, &self.joint_order, &self.joint_breaks),
             particles: self.particles.len(),
@@ -670,8 +681,9 @@ impl Solver for CpuSolver {
             max_colors: self.params.max_colors,
             body_contacts: self.params.body_contacts != 0 && self.bodies.len() > 1,
         })?;
-        for ((b, pr), s) in self.bodies.iter_mut().zip(&mut self.props).zip(&snapshot.bodies) {
-            s.apply(b, pr);
+        let records = self.bodies.iter_mut().zip(&mut self.props).zip(&mut self.solver_bodies);
+        for (((b, pr), sb), s) in records.zip(&snapshot.bodies) {
+            s.apply(b, pr, sb);
         }
         self.contacts_state.no_contact =
             self.props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0);
@@ -689,6 +701,7 @@ impl Solver for CpuSolver {
         snapshot.apply_particles(&mut self.particles);
         self.particle_grid.contacts.clone_from(&snapshot.particle_contacts);
         self.steps = snapshot.steps;
+        self.restored_coloring = Some(snapshot.coloring());
         Ok(())
     }
 }

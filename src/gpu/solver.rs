@@ -90,6 +90,9 @@ pub struct GpuSolver {
     /// What [`Solver::steps_taken`] adds to `steps`, which counts the steps this solver recorded
     /// (its parity picks the manifold buffers): a restored snapshot's count less `steps` then.
     step_offset: u64,
+    /// A restored snapshot's `[colors, overflow, recycled]`, which the statistics give until the
+    /// next step.
+    restored_coloring: Option<[u32; 3]>,
 }
 
 /// The step's parameters as their uniform buffer holds them (encased).
@@ -105,6 +108,8 @@ const PARAMS: usize = 0;
 const BODIES: usize = 1;
 /// Where the bodies' properties are among the bindings of [`body_slots`].
 const PROPS: usize = 2;
+/// Where the bodies' step scratch is among the bindings of [`body_slots`].
+const SOLVER_BODIES: usize = 6;
 /// Where the static contact slots are among the bindings of [`body_slots`].
 const STATIC_CONTACTS: usize = 7;
 
@@ -155,8 +160,9 @@ impl GpuSolver {
         let shapes = make("shapes", non_empty(&packed.shapes), storage)?;
         let geometry = make("geometry", non_empty(&packed.geometry), storage)?;
         let colliders = make("colliders", non_empty(&packed.colliders), storage)?;
+        // (Read and written by snapshots.)
         let solver_bodies =
-            make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage)?;
+            make("solver_bodies", non_empty(&vec![GpuSolverBody::at_rest(); packed.bodies.len()]), storage | copy)?;
         // (Written by a restored snapshot, as are the contact slots.)
         let topology = make("topology", non_empty(&packed.topology), storage | wgpu::BufferUsages::COPY_DST)?;
         let contacts = make(
@@ -299,6 +305,7 @@ impl GpuSolver {
                 && !world.bodies_can_bounce(),
             fused_size,
             step_offset: 0,
+            restored_coloring: None,
         };
         if body_contacts {
             // Room for `gpu_contacts_per_body` pairs and manifolds a body, as far as the device's
@@ -777,6 +784,7 @@ impl Solver for GpuSolver {
         if n == 0 {
             return;
         }
+        self.restored_coloring = None;
         if let Err(e) = self.grow_contacts() {
             log::error!("growing the contact buffers failed: {e}");
         }
@@ -904,6 +912,9 @@ impl Solver for GpuSolver {
                 self.contacts_stages.as_ref().map_or(Ok(0), |c| c.read_recycled(&self.device, &self.queue))?;
             stats.dropped = self.contacts_stages.as_ref().map_or(0, |c| c.dropped);
         }
+        if let Some([colors, overflow, recycled]) = self.restored_coloring {
+            (stats.colors, stats.overflow, stats.recycled) = (colors, overflow, recycled);
+        }
         crate::solver::finite_stats(stats)
     }
 
@@ -1021,6 +1032,7 @@ impl Solver for GpuSolver {
 
     fn snapshot(&mut self) -> Result<Snapshot> {
         let bodies = self.raw_bodies()?;
+        let motion: Vec<GpuSolverBody> = self.read_all(&self.body_buffers[SOLVER_BODIES], bodies.len())?;
         let mut joints = Vec::new();
         if let Some(j) = &self.joints {
             let (packed, order) = j.read(&self.device, &self.queue)?;
@@ -1045,7 +1057,9 @@ impl Solver for GpuSolver {
         Ok(Snapshot {
             steps: self.steps_taken(),
             gravity: self.params.gravity,
-            bodies: bodies.iter().zip(&self.ray_tables.props).map(|(b, pr)| BodySnapshot::of(b, pr)).collect(),
+            bodies: (bodies.iter().zip(&self.ray_tables.props).zip(&motion))
+                .map(|((b, pr), sb)| BodySnapshot::of(b, pr, sb))
+                .collect(),
             impulses: self.pending_impulses.entries.iter().map(PendingImpulse::of).collect(),
             static_contacts: self.read_all(&self.body_buffers[STATIC_CONTACTS], self.slot_count as usize)?,
             manifolds,
@@ -1058,25 +1072,32 @@ impl Solver for GpuSolver {
 
     fn restore(&mut self, snapshot: &Snapshot) -> Result<()> {
         let mut bodies = self.raw_bodies()?;
+        let mut motion: Vec<GpuSolverBody> = self.read_all(&self.body_buffers[SOLVER_BODIES], bodies.len())?;
         let mut joints = match &self.joints {
             Some(j) => j.read(&self.device, &self.queue)?.0,
             None => Vec::new(),
         };
+        // Every read before anything is written: a restore that fails changes nothing.
+        let mut particles: Vec<crate::layout::GpuParticle> = match &self.particles {
+            Some(p) => self.read_all(&p.buffer, p.count as usize)?,
+            None => Vec::new(),
+        };
         let no_loads = Vec::new();
         let (order, loads) = self.joints.as_ref().map_or((&[][..], &no_loads), |j| (j.order(), &j.loads));
-        let particles = self.particles.as_ref().map_or((0, 0), |p| (p.count as usize, p.kept as usize));
+        let kept = self.particles.as_ref().map_or(0, |p| p.kept as usize);
         snapshot.check(&crate::snapshot::Expected {
             bodies: &bodies,
             props: &self.ray_tables.props,
+            shapes: &self.ray_tables.shapes,
             static_slots: self.slot_count as usize,
             joints: (&joints, order, loads),
-            particles: particles.0,
-            particle_contacts: particles.1 * crate::particles::PARTICLE_CONTACT_SLOTS as usize,
+            particles: particles.len(),
+            particle_contacts: kept * crate::particles::PARTICLE_CONTACT_SLOTS as usize,
             colliders: self.params.collider_count,
             max_colors: self.params.max_colors,
             body_contacts: self.contacts_stages.is_some(),
         })?;
-        // Room for the snapshot's contacts first, the one step that can fail on the device.
+        // Room for the snapshot's contacts first: after it nothing can fail.
         if let Some(c) = &self.contacts_stages
             && !c.holds(snapshot.manifolds.len(), snapshot.separating_faces.len())
         {
@@ -1093,10 +1114,11 @@ impl Solver for GpuSolver {
             self.build_contacts(grown(layout.pair_capacity), grown(layout.manifold_capacity))?;
         }
         let props = &mut self.ray_tables.props;
-        for ((b, pr), s) in bodies.iter_mut().zip(props.iter_mut()).zip(&snapshot.bodies) {
-            s.apply(b, pr);
+        for (((b, pr), sb), s) in bodies.iter_mut().zip(props.iter_mut()).zip(&mut motion).zip(&snapshot.bodies) {
+            s.apply(b, pr, sb);
         }
         self.queue.write_buffer(&self.bodies, 0, bytemuck::cast_slice(&bodies));
+        self.queue.write_buffer(&self.body_buffers[SOLVER_BODIES], 0, bytemuck::cast_slice(&motion));
         self.queue.write_buffer(&self.body_buffers[PROPS], 0, bytemuck::cast_slice(props));
         self.params.gravity = snapshot.gravity;
         self.queue.write_buffer(&self.body_buffers[PARAMS], 0, &uniform_bytes(&self.params));
@@ -1118,9 +1140,8 @@ impl Solver for GpuSolver {
             j.write(&self.queue, &joints);
         }
         if let Some(p) = &self.particles {
-            let mut raw: Vec<crate::layout::GpuParticle> = self.read_all(&p.buffer, p.count as usize)?;
-            snapshot.apply_particles(&mut raw);
-            self.queue.write_buffer(&p.buffer, 0, bytemuck::cast_slice(&raw));
+            snapshot.apply_particles(&mut particles);
+            self.queue.write_buffer(&p.buffer, 0, bytemuck::cast_slice(&particles));
             if !snapshot.particle_contacts.is_empty() {
                 self.queue.write_buffer(&p.contacts, 0, bytemuck::cast_slice(&snapshot.particle_contacts));
             }
@@ -1133,6 +1154,7 @@ impl Solver for GpuSolver {
                 Some(super::impulses::GpuImpulses::new(&self.device, &self.modules, bodies, props, n as u32));
         }
         self.step_offset = snapshot.steps.wrapping_sub(self.steps);
+        self.restored_coloring = Some(snapshot.coloring());
         Ok(())
     }
 
