@@ -26,6 +26,10 @@
 //! be one of the solver's) and what decides the contact slots and kept contacts (whether bodies
 //! and particles meet).
 //!
+//! A snapshot also carries a running simulation into a bigger world, with more bodies, joints
+//! and particles added after the old ones ([`Snapshot::extended_to`]): the old ones keep their
+//! state and warm starts.
+//!
 //! ```
 //! use signorini::prelude::*;
 //!
@@ -458,6 +462,72 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+
+    /// This snapshot, of a solver of `from`, made for a solver of `to`: a world that holds
+    /// `from`'s bodies, joints and particles first, with more of each after them, and the same
+    /// planes and fields (built from a clone of `from` by more `add_body`, `add_joint` and
+    /// `add_particles`). What `from` had keeps its state, warm starts included; what was added
+    /// starts as `to` describes it (at rest against everything until its first step, its
+    /// joints with no impulse yet). A solver of `to` that restores it goes on with what was
+    /// added: so a running simulation gains bodies, joints and particles without its resting
+    /// contacts starting over. The settings may differ as [`Solver::restore`](crate::Solver::restore)
+    /// allows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSnapshot`] when `to` does not extend `from` (a body, joint, particle,
+    /// plane or field of `from` other or missing in `to`, or other planes or fields), or the
+    /// snapshot is not of `from`'s size.
+    pub fn extended_to(&self, from: &crate::World, to: &crate::World) -> Result<Snapshot> {
+        let refuse = |item: String| Err(bad(item, "not the same in the world the snapshot is extended to"));
+        if from.planes != to.planes || !from.sdfs.iter().map(|r| &r.collider).eq(to.sdfs.iter().map(|r| &r.collider)) {
+            return refuse("the planes and fields".into());
+        }
+        let prefix = |what: &str, old: usize, new: usize| match new >= old {
+            true => Ok(()),
+            false => Err(bad(format!("the {what}"), format!("{new} in the world it is extended to, fewer than {old}"))),
+        };
+        prefix("bodies", from.bodies.len(), to.bodies.len())?;
+        prefix("joints", from.joints.len(), to.joints.len())?;
+        prefix("particles", from.particles.len(), to.particles.len())?;
+        if let Some(i) = (0..from.bodies.len()).find(|&i| from.bodies[i].desc != to.bodies[i].desc) {
+            return refuse(format!("body {i}"));
+        }
+        if let Some(i) = (0..from.joints.len()).find(|&i| from.joints[i] != to.joints[i]) {
+            return refuse(format!("joint {i}"));
+        }
+        if let Some(i) = (0..from.particles.len()).find(|&i| from.particles[i] != to.particles[i]) {
+            return refuse(format!("particle {i}"));
+        }
+        count("bodies", from.bodies.len(), self.bodies.len())?;
+        count("joints", from.joints.len(), self.joints.len())?;
+        count("particles", from.particles.len(), self.particles.len())?;
+        let packed = crate::layout::Packed::new(to);
+        let (n, slots) = (self.bodies.len(), self.static_contacts.len());
+        // The bodies' slots follow each other in body order: the old ones' come first.
+        let first_new_slot = packed.props.get(n).map_or(packed.slot_count, |p| p.slot_offset);
+        if first_new_slot as usize != slots {
+            return Err(bad(
+                "the static contact slots".into(),
+                format!("{slots}, where the world's first bodies have {first_new_slot}"),
+            ));
+        }
+        let mut out = self.clone();
+        let at_rest = GpuSolverBody::at_rest();
+        let added = packed.bodies[n..].iter().zip(&packed.props[n..]);
+        out.bodies.extend(added.map(|(b, pr)| BodySnapshot::of(b, pr, &at_rest)));
+        out.static_contacts.resize(packed.slot_count as usize, GpuStaticContact::default());
+        out.joints.resize(to.joints.len(), JointSnapshot::default());
+        for (j, &index) in packed.joints.iter().zip(&packed.joint_order) {
+            if index as usize >= self.joints.len() {
+                out.joints[index as usize] = JointSnapshot::of(j);
+            }
+        }
+        let particles = packed.particles[self.particles.len()..].iter();
+        out.particles.extend(particles.map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }));
+        let kept = if packed.params.particle_collisions != 0 { to.particles.len() } else { 0 };
+        out.particle_contacts.resize(kept * crate::particles::PARTICLE_CONTACT_SLOTS as usize, Default::default());
+        Ok(out)
     }
 
     /// The figures of the last step's coloring it holds, which a restored solver's statistics
