@@ -23,8 +23,8 @@
 //! built with other settings (threads, lanes, the GPU's buffer sizes or fused sweeps) restores
 //! it and steps on with its own. Within one world every setting may differ but the colors
 //! ([`SolverSettings::max_colors`](crate::SolverSettings::max_colors): a manifold's color must
-//! be one of the solver's) and what decides the contact slots and kept contacts (whether bodies
-//! and particles meet).
+//! be one of the solver's) and what decides whether there are manifolds and kept particle
+//! contacts at all (whether bodies meet each other, whether particles do).
 //!
 //! A snapshot also carries a running simulation into a bigger world, with more bodies, joints
 //! and particles added after the old ones ([`Snapshot::extended_to`]): the old ones keep their
@@ -417,7 +417,7 @@ impl Snapshot {
             let friction = (a.friction * b.friction).sqrt();
             let fits = (m.radius_a, m.radius_b) == radii
                 && m.restitution == a.restitution.max(b.restitution)
-                && (m.friction - friction).abs() <= 1e-5 * friction;
+                && (m.friction - friction).abs() <= 1e-5 * friction + 1e-18;
             if !fits {
                 return Err(bad(item(), "radii, friction or restitution other than the world's for its bodies"));
             }
@@ -468,11 +468,17 @@ impl Snapshot {
     /// `from`'s bodies, joints and particles first, with more of each after them, and the same
     /// planes and fields (built from a clone of `from` by more `add_body`, `add_joint` and
     /// `add_particles`). What `from` had keeps its state, warm starts included; what was added
-    /// starts as `to` describes it (at rest against everything until its first step, its
-    /// joints with no impulse yet). A solver of `to` that restores it goes on with what was
+    /// starts as `to` describes it (its pose and velocities, no contacts or warm starts yet,
+    /// its joints with no impulse). A solver of `to` that restores it goes on with what was
     /// added: so a running simulation gains bodies, joints and particles without its resting
-    /// contacts starting over. The settings may differ as [`Solver::restore`](crate::Solver::restore)
-    /// allows.
+    /// contacts starting over. Where nothing added reaches the old items they step on as they
+    /// would have without it, to the bit, unless an addition changes a size the whole world
+    /// shares (a particle larger than the others changes the particles' grid). A joint added
+    /// between two old bodies that keeps them from colliding drops their manifold.
+    ///
+    /// The manifolds and kept particle contacts follow `to`'s settings (none where its bodies or
+    /// its particles do not meet); other settings may differ as
+    /// [`Solver::restore`](crate::Solver::restore) allows.
     ///
     /// # Errors
     /// [`Error::InvalidSnapshot`] when `to` does not extend `from` (a body, joint, particle,
@@ -525,6 +531,16 @@ impl Snapshot {
         }
         let particles = packed.particles[self.particles.len()..].iter();
         out.particles.extend(particles.map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }));
+        // Pairs that `to`'s bodies may not form: none where bodies do not meet, and none kept
+        // apart by a joint it adds.
+        let apart: std::collections::HashSet<(u32, u32)> = to.joints[self.joints.len()..]
+            .iter()
+            .filter(|j| !j.collide)
+            .map(|j| (j.body_a.0.min(j.body_b.0), j.body_a.0.max(j.body_b.0)))
+            .collect();
+        let meet = packed.params.body_contacts != 0 && to.bodies.len() > 1;
+        out.manifolds.retain(|m| meet && !apart.contains(&(m.body_a, m.body_b)));
+        out.separating_faces.retain(|&([a, b], _)| meet && !apart.contains(&(a, b)));
         let kept = if packed.params.particle_collisions != 0 { to.particles.len() } else { 0 };
         out.particle_contacts.resize(kept * crate::particles::PARTICLE_CONTACT_SLOTS as usize, Default::default());
         Ok(out)

@@ -253,7 +253,9 @@ pub trait Solver {
     /// since (going back to an earlier step), including a joint that broke after it was
     /// taken, which holds again. Everything it holds is replaced, and the reads give it back
     /// ([`Solver::contacts`] the snapshot's contacts, [`Solver::stats`] the figures of its
-    /// manifolds: colors, overflow, recycled); the world and the settings stay. On the GPU
+    /// manifolds: colors, overflow, recycled); the world and the settings stay, and so do the
+    /// statistics' counts of what the solver's own last step dropped (`dropped`,
+    /// `particle_body_dropped`). On the GPU
     /// this writes the state ahead of the next step, after reading the bodies, joints and
     /// particles back.
     ///

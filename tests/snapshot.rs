@@ -476,7 +476,8 @@ fn a_running_simulation_grows_without_starting_over() {
     }
 }
 
-/// A snapshot is extended only to a world that holds its own first, as it was.
+/// A snapshot is extended only to a world that holds its own first, as it was; a joint added
+/// between two of its bodies that keeps them from colliding drops their manifold.
 #[test]
 fn a_snapshot_extends_only_to_a_world_that_holds_its_own() {
     let world = stack();
@@ -494,6 +495,20 @@ fn a_snapshot_extends_only_to_a_world_that_holds_its_own() {
             other => panic!("{item}: {other:?}"),
         }
     }
+    // A weld added between the two lowest boxes keeps them apart: their manifold goes.
+    let mut solver = CpuSolver::new(&world).unwrap();
+    solver.step_many(10);
+    let settled = solver.snapshot().unwrap();
+    let pair = |m: &signorini::layout::GpuManifold| (m.body_a, m.body_b);
+    assert!(settled.manifolds.iter().any(|m| pair(m) == (0, 1)));
+    let mut welded = world.clone();
+    let (a, b) = (BodyHandle::from_index(0), BodyHandle::from_index(1));
+    welded.add_joint(JointDesc::fixed(a, b, Vec3::new(0.0, 0.5, 0.0))).unwrap();
+    let grown = settled.extended_to(&world, &welded).unwrap();
+    assert!(!grown.manifolds.iter().any(|m| pair(m) == (0, 1)));
+    assert_eq!(grown.manifolds.len(), settled.manifolds.len() - 1);
+    CpuSolver::new(&welded).unwrap().restore(&grown).unwrap();
+
     let other = stack();
     let foreign = CpuSolver::new(&columns(false)).unwrap().snapshot().unwrap();
     assert!(matches!(foreign.extended_to(&world, &other), Err(Error::InvalidSnapshot { .. })));
