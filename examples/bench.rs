@@ -157,7 +157,7 @@ struct Args {
     #[arg(long)]
     dispatch_costs: bool,
     /// After the measured steps, measure what a snapshot of the state costs
-    /// (`Solver::snapshot` and `Solver::restore`, the median of three calls each, wall clock,
+    /// (`Solver::snapshot` and `Solver::restore`, the median of five calls each, wall clock,
     /// on the GPU its readbacks included) and its size as JSON. In the table and in the JSON
     /// (`snapshot_cost`).
     #[arg(long)]
@@ -357,7 +357,7 @@ struct Report {
 }
 
 /// What `Solver::snapshot` and `Solver::restore` cost on the final state (wall clock, median of
-/// three calls each), and the snapshot's size.
+/// five calls each), and the snapshot's size.
 #[derive(Serialize)]
 struct SnapshotCost {
     snapshot_ms: f64,
@@ -369,17 +369,18 @@ struct SnapshotCost {
 }
 
 impl SnapshotCost {
-    /// Takes three snapshots and restores the last three times, timing each.
+    /// Takes five snapshots (all kept until the end, so that no free of one is timed in the
+    /// next) and restores the last five times, timing each.
     fn measure(solver: &mut dyn Solver) -> signorini::Result<Self> {
-        let mut took = Vec::new();
-        let mut snapshot = Default::default();
-        for _ in 0..3 {
+        let (mut taken, mut took) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
             let start = Instant::now();
-            snapshot = solver.snapshot()?;
+            taken.push(solver.snapshot()?);
             took.push(start.elapsed().as_secs_f64() * 1e3);
         }
+        let snapshot = taken.pop().unwrap_or_default();
         let mut restored = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..5 {
             let start = Instant::now();
             solver.restore(&snapshot)?;
             solver.synchronize()?;
