@@ -390,6 +390,13 @@ pub struct GpuParticle {
 }
 const _: () = assert!(size_of::<GpuParticle>() == 32);
 
+impl GpuParticle {
+    /// Its motion, as the solvers read it back.
+    pub fn state(&self) -> crate::ParticleState {
+        crate::ParticleState { position: self.position, velocity: self.velocity }
+    }
+}
+
 /// A particle's kept contact (see [`crate::particles::PARTICLE_CONTACT_SLOTS`]): the impulse
 /// the contact gave it over the last velocity iterations, and whom it was with. 16 bytes; the
 /// GPU stores the impulse's bits, as `vec4<u32>`.

@@ -523,14 +523,9 @@ impl Snapshot {
         let added = packed.bodies[n..].iter().zip(&packed.props[n..]);
         out.bodies.extend(added.map(|(b, pr)| BodySnapshot::of(b, pr, &at_rest)));
         out.static_contacts.resize(packed.slot_count as usize, GpuStaticContact::default());
-        out.joints.resize(to.joints.len(), JointSnapshot::default());
-        for (j, &index) in packed.joints.iter().zip(&packed.joint_order) {
-            if index as usize >= self.joints.len() {
-                out.joints[index as usize] = JointSnapshot::of(j);
-            }
-        }
+        out.joints.extend_from_slice(&Self::joints_of(&packed.joints, &packed.joint_order)[self.joints.len()..]);
         let particles = packed.particles[self.particles.len()..].iter();
-        out.particles.extend(particles.map(|p| crate::ParticleState { position: p.position, velocity: p.velocity }));
+        out.particles.extend(particles.map(GpuParticle::state));
         // Pairs that `to`'s bodies may not form: none where bodies do not meet, and none kept
         // apart by a joint it adds.
         let apart: std::collections::HashSet<(u32, u32)> = to.joints[self.joints.len()..]
@@ -544,6 +539,52 @@ impl Snapshot {
         let kept = if packed.params.particle_collisions != 0 { to.particles.len() } else { 0 };
         out.particle_contacts.resize(kept * crate::particles::PARTICLE_CONTACT_SLOTS as usize, Default::default());
         Ok(out)
+    }
+
+    /// Every body's part, from its records.
+    pub(crate) fn bodies_of(bodies: &[GpuBody], props: &[GpuBodyProps], motion: &[GpuSolverBody]) -> Vec<BodySnapshot> {
+        bodies.iter().zip(props).zip(motion).map(|((b, pr), sb)| BodySnapshot::of(b, pr, sb)).collect()
+    }
+
+    /// Every joint's part in the order they were added, from the records sorted by color and
+    /// the world's index of each.
+    pub(crate) fn joints_of(joints: &[GpuJoint], order: &[u32]) -> Vec<JointSnapshot> {
+        let mut out = vec![JointSnapshot::default(); joints.len()];
+        for (j, &index) in joints.iter().zip(order) {
+            out[index as usize] = JointSnapshot::of(j);
+        }
+        out
+    }
+
+    /// The bodies' parts into their records (once checked).
+    pub(crate) fn apply_bodies(
+        &self,
+        bodies: &mut [GpuBody],
+        props: &mut [GpuBodyProps],
+        motion: &mut [GpuSolverBody],
+    ) {
+        for (((b, pr), sb), s) in bodies.iter_mut().zip(props).zip(motion).zip(&self.bodies) {
+            s.apply(b, pr, sb);
+        }
+    }
+
+    /// The joints' parts into their records (once checked; sorted by color, `order` the world's
+    /// index of each, `loads` their breaking loads), and each word of the topology that says
+    /// whether a joint's bodies skip each other's contacts to `topology(word, value)`.
+    pub(crate) fn apply_joints(
+        &self,
+        joints: &mut [GpuJoint],
+        order: &[u32],
+        loads: &[GpuJointBreak],
+        mut topology: impl FnMut(u32, u32),
+    ) {
+        for ((j, &index), loads) in joints.iter_mut().zip(order).zip(loads) {
+            let s = &self.joints[index as usize];
+            s.apply(j);
+            for (word, value) in JointSnapshot::topology_words(j, loads, s.broken).into_iter().flatten() {
+                topology(word, value);
+            }
+        }
     }
 
     /// The figures of the last step's coloring it holds, which a restored solver's statistics

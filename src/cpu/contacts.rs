@@ -214,6 +214,12 @@ impl ContactState {
         self.prepared_valid = false;
     }
 
+    /// Whether the broad phase must filter its pairs for `props`' bodies: some body has a
+    /// no-contact list (a joint's) or collision groups other than every group.
+    pub fn filters(props: &[GpuBodyProps]) -> bool {
+        props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0)
+    }
+
     /// Puts back the last step's manifolds and separating faces of a snapshot (checked): what
     /// the next step's narrow phase reads of the step before.
     pub fn restore(&mut self, manifolds: &[GpuManifold], separated: &[crate::snapshot::SeparatingFace]) {

@@ -16,7 +16,7 @@ use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuCollider, GpuParticle, GpuShape, GpuSolverBody, GpuStaticContact, GpuStats,
     KIND_STATIC, Packed, StepParams,
 };
-use crate::snapshot::{BodySnapshot, JointSnapshot, PendingImpulse, Snapshot};
+use crate::snapshot::{PendingImpulse, Snapshot};
 use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
@@ -204,8 +204,7 @@ impl CpuSolver {
             .map(|pool| std::sync::Arc::new(std::sync::Mutex::new(pool)));
         let mut contacts_state = ContactState::new(grid);
         contacts_state.parallel = pool.is_some();
-        contacts_state.no_contact =
-            props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0);
+        contacts_state.no_contact = ContactState::filters(&props);
         Ok(Self {
             solver_bodies: vec![GpuSolverBody::at_rest(); bodies.len()],
             contacts: vec![GpuStaticContact::default(); slot_count as usize],
@@ -520,7 +519,7 @@ impl Solver for CpuSolver {
     }
 
     fn particle_states(&mut self) -> Result<Vec<crate::ParticleState>> {
-        let states = self.particles.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity });
+        let states = self.particles.iter().map(GpuParticle::state);
         crate::solver::finite("particle", self.steps, states.collect())
     }
 
@@ -640,10 +639,6 @@ impl Solver for CpuSolver {
     }
 
     fn snapshot(&mut self) -> Result<Snapshot> {
-        let mut joints = vec![JointSnapshot::default(); self.joints.len()];
-        for (j, &index) in self.joints.iter().zip(&self.joint_order) {
-            joints[index as usize] = JointSnapshot::of(j);
-        }
         // Every particle has its kept slots where particles meet each other, as on the GPU,
         // also before the first step has filled them.
         let mut particle_contacts = self.particle_grid.contacts.clone();
@@ -651,19 +646,13 @@ impl Solver for CpuSolver {
         Ok(Snapshot {
             steps: self.steps,
             gravity: self.params.gravity,
-            bodies: (self.bodies.iter().zip(&self.props).zip(&self.solver_bodies))
-                .map(|((b, pr), sb)| BodySnapshot::of(b, pr, sb))
-                .collect(),
+            bodies: Snapshot::bodies_of(&self.bodies, &self.props, &self.solver_bodies),
             impulses: self.impulses.entries.iter().map(PendingImpulse::of).collect(),
             static_contacts: self.contacts.clone(),
             manifolds: self.contacts_state.manifolds.clone(),
             separating_faces: self.contacts_state.separated().iter().map(|&(q, face)| ([q.a, q.b], face)).collect(),
-            joints,
-            particles: self
-                .particles
-                .iter()
-                .map(|p| crate::ParticleState { position: p.position, velocity: p.velocity })
-                .collect(),
+            joints: Snapshot::joints_of(&self.joints, &self.joint_order),
+            particles: self.particles.iter().map(GpuParticle::state).collect(),
             particle_contacts,
         })
     }
@@ -681,23 +670,16 @@ impl Solver for CpuSolver {
             max_colors: self.params.max_colors,
             body_contacts: self.params.body_contacts != 0 && self.bodies.len() > 1,
         })?;
-        let records = self.bodies.iter_mut().zip(&mut self.props).zip(&mut self.solver_bodies);
-        for (((b, pr), sb), s) in records.zip(&snapshot.bodies) {
-            s.apply(b, pr, sb);
-        }
-        self.contacts_state.no_contact =
-            self.props.iter().any(|p| p.no_contact_count > 0 || p.not_memberships != 0 || p.not_filter != 0);
+        snapshot.apply_bodies(&mut self.bodies, &mut self.props, &mut self.solver_bodies);
+        self.contacts_state.no_contact = ContactState::filters(&self.props);
         self.params.gravity = snapshot.gravity;
         self.impulses.replace(snapshot.impulses.iter().map(PendingImpulse::record), self.bodies.len());
         self.contacts.copy_from_slice(&snapshot.static_contacts);
         self.contacts_state.restore(&snapshot.manifolds, &snapshot.separating_faces);
-        for ((j, &index), loads) in self.joints.iter_mut().zip(&self.joint_order).zip(&self.joint_breaks) {
-            let s = &snapshot.joints[index as usize];
-            s.apply(j);
-            for (word, value) in JointSnapshot::topology_words(j, loads, s.broken).into_iter().flatten() {
-                self.topology[word as usize] = value;
-            }
-        }
+        let topology = &mut self.topology;
+        snapshot.apply_joints(&mut self.joints, &self.joint_order, &self.joint_breaks, |word, value| {
+            topology[word as usize] = value;
+        });
         snapshot.apply_particles(&mut self.particles);
         self.particle_grid.contacts.clone_from(&snapshot.particle_contacts);
         self.steps = snapshot.steps;

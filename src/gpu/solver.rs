@@ -18,7 +18,7 @@ use crate::error::{Error, Result, check_finite};
 use crate::layout::{
     BodyFrame, GpuBody, GpuBodyProps, GpuSolverBody, GpuStaticContact, GpuStats, KIND_STATIC, Packed, StepParams,
 };
-use crate::snapshot::{BodySnapshot, JointSnapshot, PendingImpulse, Snapshot};
+use crate::snapshot::{PendingImpulse, Snapshot};
 use crate::solver::{Solver, StageTimes, StepStats};
 use crate::world::World;
 
@@ -868,7 +868,7 @@ impl Solver for GpuSolver {
         encoder.copy_buffer_to_buffer(&particles.buffer, 0, &readback, 0, size);
         self.queue.submit([encoder.finish()]);
         let raw: Vec<crate::layout::GpuParticle> = self.read(&readback)?;
-        let states = raw.iter().map(|p| crate::ParticleState { position: p.position, velocity: p.velocity });
+        let states = raw.iter().map(crate::layout::GpuParticle::state);
         crate::solver::finite("particle", self.steps_taken(), states.collect())
     }
 
@@ -1033,14 +1033,13 @@ impl Solver for GpuSolver {
     fn snapshot(&mut self) -> Result<Snapshot> {
         let bodies = self.raw_bodies()?;
         let motion: Vec<GpuSolverBody> = self.read_all(&self.body_buffers[SOLVER_BODIES], bodies.len())?;
-        let mut joints = Vec::new();
-        if let Some(j) = &self.joints {
-            let (packed, order) = j.read(&self.device, &self.queue)?;
-            joints = vec![JointSnapshot::default(); order.len()];
-            for (j, &index) in packed.iter().zip(order) {
-                joints[index as usize] = JointSnapshot::of(j);
+        let joints = match &self.joints {
+            Some(j) => {
+                let (packed, order) = j.read(&self.device, &self.queue)?;
+                Snapshot::joints_of(&packed, order)
             }
-        }
+            None => Vec::new(),
+        };
         let (manifolds, separating_faces) = match &self.contacts_stages {
             Some(c) => c.read_state(&self.device, &self.queue, self.last_parity())?,
             None => Default::default(),
@@ -1049,17 +1048,14 @@ impl Solver for GpuSolver {
             Some(p) => {
                 let raw: Vec<crate::layout::GpuParticle> = self.read_all(&p.buffer, p.count as usize)?;
                 let kept = (p.kept * crate::particles::PARTICLE_CONTACT_SLOTS) as usize;
-                let states = raw.iter().map(|q| crate::ParticleState { position: q.position, velocity: q.velocity });
-                (states.collect(), self.read_all(&p.contacts, kept)?)
+                (raw.iter().map(crate::layout::GpuParticle::state).collect(), self.read_all(&p.contacts, kept)?)
             }
             None => Default::default(),
         };
         Ok(Snapshot {
             steps: self.steps_taken(),
             gravity: self.params.gravity,
-            bodies: (bodies.iter().zip(&self.ray_tables.props).zip(&motion))
-                .map(|((b, pr), sb)| BodySnapshot::of(b, pr, sb))
-                .collect(),
+            bodies: Snapshot::bodies_of(&bodies, &self.ray_tables.props, &motion),
             impulses: self.pending_impulses.entries.iter().map(PendingImpulse::of).collect(),
             static_contacts: self.read_all(&self.body_buffers[STATIC_CONTACTS], self.slot_count as usize)?,
             manifolds,
@@ -1114,9 +1110,7 @@ impl Solver for GpuSolver {
             self.build_contacts(grown(layout.pair_capacity), grown(layout.manifold_capacity))?;
         }
         let props = &mut self.ray_tables.props;
-        for (((b, pr), sb), s) in bodies.iter_mut().zip(props.iter_mut()).zip(&mut motion).zip(&snapshot.bodies) {
-            s.apply(b, pr, sb);
-        }
+        snapshot.apply_bodies(&mut bodies, props, &mut motion);
         self.queue.write_buffer(&self.bodies, 0, bytemuck::cast_slice(&bodies));
         self.queue.write_buffer(&self.body_buffers[SOLVER_BODIES], 0, bytemuck::cast_slice(&motion));
         self.queue.write_buffer(&self.body_buffers[PROPS], 0, bytemuck::cast_slice(props));
@@ -1130,13 +1124,9 @@ impl Solver for GpuSolver {
             c.write_state(&self.queue, self.last_parity(), &snapshot.manifolds, &snapshot.separating_faces);
         }
         if let Some(j) = &self.joints {
-            for ((record, &index), loads) in joints.iter_mut().zip(j.order()).zip(&j.loads) {
-                let s = &snapshot.joints[index as usize];
-                s.apply(record);
-                for (word, value) in JointSnapshot::topology_words(record, loads, s.broken).into_iter().flatten() {
-                    self.queue.write_buffer(&self.topology, 4 * word as u64, bytemuck::bytes_of(&value));
-                }
-            }
+            snapshot.apply_joints(&mut joints, j.order(), &j.loads, |word, value| {
+                self.queue.write_buffer(&self.topology, 4 * word as u64, bytemuck::bytes_of(&value));
+            });
             j.write(&self.queue, &joints);
         }
         if let Some(p) = &self.particles {
